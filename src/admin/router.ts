@@ -1,0 +1,117 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
+import helmet from 'helmet';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../observability/logger.js';
+import type { AdminResult, AdminService } from './service.js';
+
+export interface AdminAppDeps {
+  service: AdminService;
+  /** Bearer token; `null` only when bound to loopback (server.ts enforces it). */
+  token: string | null;
+  registry: Registry;
+  logger: Logger;
+}
+
+/**
+ * Compares a presented bearer token with the configured one in constant time. Both sides are
+ * hashed first so neither the length nor a prefix of the token leaks through timing.
+ */
+export function isTokenValid(presented: string | undefined, expected: string): boolean {
+  if (!presented) return false;
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/**
+ * The admin API (its own port): companies, keys, audit, and Prometheus `/metrics`. Every route
+ * needs `Authorization: Bearer <ADMIN_TOKEN>` when a token is set; bodies are JSON, validated,
+ * and answered in the spec's `{error, details}` shape on failure.
+ */
+export function createAdminApp(deps: AdminAppDeps): Express {
+  const { service } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(helmet());
+
+  const requireToken: RequestHandler = function requireToken(req, res, next) {
+    if (deps.token === null) return next();
+    const auth = req.headers.authorization;
+    const presented = typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
+    if (!isTokenValid(presented, deps.token)) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="notify-gateway-admin"');
+      return void res.status(401).json({ error: 'Unauthorized', details: 'Missing or invalid admin token' });
+    }
+    next();
+  };
+  app.use(requireToken);
+  app.use(express.json({ limit: '64kb', strict: true, type: () => true }));
+
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', deps.registry.contentType);
+    res.end(await deps.registry.metrics());
+  });
+
+  const r = express.Router();
+  r.post('/companies', async (req, res) => reply(res, await service.createCompany(req.body), 201));
+  r.get('/companies', async (_req, res) => reply(res, await service.listCompanies()));
+  r.get('/companies/:id', async (req, res) => reply(res, await service.getCompany(req.params.id!)));
+  r.patch('/companies/:id', async (req, res) =>
+    reply(res, await service.updateCompany(req.params.id!, req.body)),
+  );
+  r.post('/companies/:id/keys', async (req, res) =>
+    reply(res, await service.createKey(req.params.id!, req.body ?? {}), 201, true),
+  );
+  r.get('/companies/:id/keys', async (req, res) => reply(res, await service.listKeys(req.params.id!)));
+  r.get('/keys/:keyId', async (req, res) => reply(res, await service.getKey(req.params.keyId!)));
+  r.delete('/keys/:keyId', async (req, res) => reply(res, await service.revokeKey(req.params.keyId!)));
+  r.post('/keys/:keyId/rotate', async (req, res) =>
+    reply(res, await service.rotateKey(req.params.keyId!, req.body ?? {}), 201, true),
+  );
+  r.get('/audit', async (req, res) => {
+    const limit = typeof req.query.limit === 'string' ? Number(req.query.limit) : undefined;
+    const companyId = typeof req.query.companyId === 'string' ? req.query.companyId : undefined;
+    reply(
+      res,
+      await service.readAudit({
+        ...(limit !== undefined ? { limit } : {}),
+        ...(companyId ? { companyId } : {}),
+      }),
+    );
+  });
+  app.use('/admin/v1', r);
+
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'Not Found', details: 'No admin route matches this path' });
+  });
+  const onError: ErrorRequestHandler = (err, _req, res, _next) => {
+    const status = typeof err?.status === 'number' ? err.status : 500;
+    if (res.headersSent) return void res.destroy();
+    if (status === 400 && err?.type === 'entity.parse.failed') {
+      return void res.status(400).json({ error: 'Bad Request', details: 'Body is not valid JSON' });
+    }
+    if (status === 413)
+      return void res
+        .status(413)
+        .json({ error: 'Payload Too Large', details: 'Admin request bodies are limited to 64 KiB' });
+    if (status >= 400 && status < 500)
+      return void res.status(status).json({ error: 'Bad Request', details: 'Malformed request' });
+    deps.logger.error(
+      { err: { message: String(err?.message ?? err), type: err?.name } },
+      'admin request failed',
+    );
+    res
+      .status(503)
+      .json({ error: 'Service Unavailable', details: 'The key store is unavailable; retry shortly' });
+  };
+  app.use(onError);
+  return app;
+}
+
+function reply<T>(res: Response, result: AdminResult<T>, okStatus = 200, secret = false): void {
+  if (secret) res.setHeader('Cache-Control', 'no-store');
+  if (result.ok) res.status(okStatus).json(result.value);
+  else res.status(result.status).json({ error: result.error, details: result.details });
+}

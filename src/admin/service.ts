@@ -1,0 +1,433 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import {
+  displayPrefixOf,
+  ENVIRONMENT_PATTERN,
+  generateApiKey,
+  hashApiKey,
+  KEY_LIKE_PATTERN,
+} from '../auth/api-key.js';
+import {
+  ID_PATTERN,
+  isKeyActive,
+  isoSeconds,
+  StoreReadOnlyError,
+  TIMESTAMP_PATTERN,
+  type AuditEntry,
+  type Company,
+  type KeyRecord,
+  type KeyStore,
+} from '../store/types.js';
+
+/** A failed admin operation: an HTTP status and the spec's error body. */
+export interface AdminFailure {
+  ok: false;
+  status: 400 | 404 | 409 | 503;
+  error: string;
+  details: string;
+}
+export type AdminResult<T> = { ok: true; value: T } | AdminFailure;
+
+/** What lists show of a key: never the key, never its hash. */
+export interface KeyView {
+  id: string;
+  companyId: string;
+  prefix: string;
+  label: string | null;
+  environment: string | null;
+  status: 'active' | 'revoked' | 'expired' | 'revoking';
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  exposedAt: string | null;
+  rotatedTo: string | null;
+  /** Older than the rotation age (default 90 days). */
+  rotationDue: boolean;
+}
+
+/** The create/rotate answer: the only place the plaintext key ever appears. */
+export interface CreatedKey {
+  id: string;
+  key: string;
+  prefix: string;
+  companyId: string;
+  label: string | null;
+  environment: string;
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+const timestamp = z.string().regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ');
+const idSchema = z
+  .string()
+  .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+
+export const companyCreateSchema = z
+  .object({
+    id: idSchema,
+    name: z.string().trim().min(1).max(200).optional(),
+    tier: z.string().min(1).max(32).default('free'),
+    status: z.enum(['active', 'pending', 'suspended']).default('active'),
+    apiAccess: z.boolean().default(true),
+  })
+  .strict();
+
+export const companyPatchSchema = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    tier: z.string().min(1).max(32).optional(),
+    status: z.enum(['active', 'pending', 'suspended']).optional(),
+    apiAccess: z.boolean().optional(),
+  })
+  .strict()
+  .refine((p) => Object.keys(p).length > 0, 'at least one of name, tier, status, apiAccess is required');
+
+export const keyCreateSchema = z
+  .object({
+    label: z.string().trim().min(1).max(200).optional(),
+    environment: z
+      .string()
+      .regex(ENVIRONMENT_PATTERN, 'must be 2-16 lowercase letters or digits, e.g. live or test')
+      .default('live'),
+    expiresAt: timestamp.optional(),
+  })
+  .strict();
+
+export const keyRotateSchema = z
+  .object({
+    /** Seconds the old key keeps working; absent = until revoked by hand. */
+    gracePeriodSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(90 * 86_400)
+      .optional(),
+    label: z.string().trim().min(1).max(200).optional(),
+  })
+  .strict();
+
+export interface AdminServiceOptions {
+  store: KeyStore;
+  tiers: ReadonlySet<string>;
+  maxActiveKeys: number;
+  rotationAgeDays: number;
+  /** Every audit event also goes here (a structured log line). */
+  onAudit?: (entry: AuditEntry) => void;
+  now?: () => number;
+}
+
+/**
+ * Company and key lifecycle, shared by the admin API and the CLI. Pure domain: no HTTP. Expected
+ * failures (bad input, unknown id, cap reached, read-only store) are values; only infrastructure
+ * failures reject. Every change is audited and published so all instances drop cached copies.
+ */
+export class AdminService {
+  private readonly now: () => number;
+  constructor(private readonly opts: AdminServiceOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  get store(): KeyStore {
+    return this.opts.store;
+  }
+
+  // ---- companies
+
+  async createCompany(input: unknown, actor = 'admin'): Promise<AdminResult<Company>> {
+    const parsed = parse(companyCreateSchema, input);
+    if (!parsed.ok) return parsed;
+    const v = parsed.value;
+    if (!this.opts.tiers.has(v.tier)) return badTier(v.tier, this.opts.tiers);
+    const at = isoSeconds(this.now());
+    const company: Company = {
+      id: v.id,
+      name: v.name ?? v.id,
+      tier: v.tier,
+      status: v.status,
+      apiAccess: v.apiAccess,
+      createdAt: at,
+      updatedAt: at,
+    };
+    const created = await this.write(() => this.opts.store.createCompany(company));
+    if (!created.ok) return created;
+    if (!created.value) return fail(409, 'Conflict', `company ${v.id} already exists`);
+    await this.audit({
+      event: 'company.created',
+      companyId: company.id,
+      actor,
+      details: { tier: company.tier, status: company.status, apiAccess: company.apiAccess },
+    });
+    return { ok: true, value: company };
+  }
+
+  async getCompany(id: string): Promise<AdminResult<Company>> {
+    const c = await this.opts.store.getCompany(id);
+    return c ? { ok: true, value: c } : notFound('company', id);
+  }
+
+  async listCompanies(): Promise<AdminResult<Company[]>> {
+    return { ok: true, value: await this.opts.store.listCompanies() };
+  }
+
+  async updateCompany(id: string, input: unknown, actor = 'admin'): Promise<AdminResult<Company>> {
+    const parsed = parse(companyPatchSchema, input);
+    if (!parsed.ok) return parsed;
+    if (parsed.value.tier !== undefined && !this.opts.tiers.has(parsed.value.tier))
+      return badTier(parsed.value.tier, this.opts.tiers);
+    const before = await this.opts.store.getCompany(id);
+    if (!before) return notFound('company', id);
+    const updated = await this.write(() =>
+      this.opts.store.updateCompany(id, parsed.value, isoSeconds(this.now())),
+    );
+    if (!updated.ok) return updated;
+    if (!updated.value) return notFound('company', id);
+    await this.opts.store.publish({ kind: 'company', id });
+    const changes: Record<string, unknown> = {};
+    for (const k of Object.keys(parsed.value) as (keyof typeof parsed.value)[]) {
+      if (before[k] !== updated.value[k]) changes[k] = { from: before[k], to: updated.value[k] };
+    }
+    await this.audit({ event: 'company.updated', companyId: id, actor, details: changes });
+    return { ok: true, value: updated.value };
+  }
+
+  // ---- keys
+
+  async createKey(companyId: string, input: unknown, actor = 'admin'): Promise<AdminResult<CreatedKey>> {
+    const parsed = parse(keyCreateSchema, input ?? {});
+    if (!parsed.ok) return parsed;
+    if (parsed.value.expiresAt && Date.parse(parsed.value.expiresAt) <= this.now()) {
+      return fail(400, 'Bad Request', 'expiresAt: must be in the future');
+    }
+    const created = await this.insertKey(
+      companyId,
+      parsed.value.environment,
+      parsed.value.label ?? null,
+      parsed.value.expiresAt ?? null,
+    );
+    if (!created.ok) return created;
+    await this.audit({
+      event: 'key.created',
+      companyId,
+      keyId: created.value.id,
+      keyPrefix: created.value.prefix,
+      actor,
+    });
+    return created;
+  }
+
+  async listKeys(companyId: string): Promise<AdminResult<KeyView[]>> {
+    if (!(await this.opts.store.getCompany(companyId))) return notFound('company', companyId);
+    const now = this.now();
+    return { ok: true, value: (await this.opts.store.listKeys(companyId)).map((k) => this.view(k, now)) };
+  }
+
+  async getKey(keyId: string): Promise<AdminResult<KeyView>> {
+    const k = await this.opts.store.getKey(keyId);
+    return k ? { ok: true, value: this.view(k, this.now()) } : notFound('key', keyId);
+  }
+
+  /** Revokes at once (or at `at`, for a rotation grace period). Revoking a revoked key is a no-op. */
+  async revokeKey(keyId: string, actor = 'admin', reason = 'revoked'): Promise<AdminResult<KeyView>> {
+    const k = await this.opts.store.getKey(keyId);
+    if (!k) return notFound('key', keyId);
+    const now = this.now();
+    if (k.revokedAt !== null && Date.parse(k.revokedAt) <= now) return { ok: true, value: this.view(k, now) };
+    const updated = await this.write(() => this.opts.store.updateKey(keyId, { revokedAt: isoSeconds(now) }));
+    if (!updated.ok) return updated;
+    if (!updated.value) return notFound('key', keyId);
+    await this.opts.store.publish({ kind: 'key', hash: k.hash });
+    await this.audit({
+      event: 'key.revoked',
+      companyId: k.companyId,
+      keyId,
+      keyPrefix: k.prefix,
+      actor,
+      details: { reason },
+    });
+    return { ok: true, value: this.view(updated.value, now) };
+  }
+
+  /** A new key for the same company; the old one keeps working until revoked (or until the grace period ends). */
+  async rotateKey(
+    keyId: string,
+    input: unknown,
+    actor = 'admin',
+  ): Promise<AdminResult<CreatedKey & { replaces: string; oldKeyRevokesAt: string | null }>> {
+    const parsed = parse(keyRotateSchema, input ?? {});
+    if (!parsed.ok) return parsed;
+    const old = await this.opts.store.getKey(keyId);
+    if (!old) return notFound('key', keyId);
+    const now = this.now();
+    if (!isKeyActive(old, now))
+      return fail(409, 'Conflict', `key ${keyId} is no longer active; create a new key instead`);
+    const created = await this.insertKey(
+      old.companyId,
+      old.environment ?? 'live',
+      parsed.value.label ?? old.label,
+      old.expiresAt,
+    );
+    if (!created.ok) return created;
+    const grace = parsed.value.gracePeriodSeconds;
+    const revokesAt = grace === undefined ? null : isoSeconds(now + grace * 1000);
+    const patch: Partial<KeyRecord> = { rotatedTo: created.value.id };
+    if (revokesAt) patch.revokedAt = revokesAt;
+    await this.opts.store.updateKey(keyId, patch);
+    await this.opts.store.publish({ kind: 'key', hash: old.hash });
+    await this.audit({
+      event: 'key.rotated',
+      companyId: old.companyId,
+      keyId,
+      keyPrefix: old.prefix,
+      actor,
+      details: { newKeyId: created.value.id, newKeyPrefix: created.value.prefix, oldKeyRevokesAt: revokesAt },
+    });
+    return { ok: true, value: { ...created.value, replaces: keyId, oldKeyRevokesAt: revokesAt } };
+  }
+
+  /** A valid key was seen in a URL: flag it, and revoke it when the policy says so. */
+  async markExposed(key: KeyRecord, revoke: boolean): Promise<void> {
+    const at = isoSeconds(this.now());
+    if (key.exposedAt === null) {
+      await this.opts.store.updateKey(key.id, { exposedAt: at });
+      await this.opts.store.publish({ kind: 'key', hash: key.hash });
+    }
+    await this.audit({
+      event: 'key.exposed',
+      companyId: key.companyId,
+      keyId: key.id,
+      keyPrefix: key.prefix,
+      actor: 'gateway',
+      details: { revoke },
+    });
+    if (revoke && this.opts.store.writable) await this.revokeKey(key.id, 'gateway', 'exposed in a URL');
+  }
+
+  async readAudit(opts: { limit?: number; companyId?: string }): Promise<AdminResult<AuditEntry[]>> {
+    const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 100) || 100, 1), 1000);
+    return {
+      ok: true,
+      value: await this.opts.store.readAudit({
+        limit,
+        ...(opts.companyId ? { companyId: opts.companyId } : {}),
+      }),
+    };
+  }
+
+  /** Records an audit event (store stream + log line). Failures to store are swallowed after logging. */
+  async audit(e: Omit<AuditEntry, 'at'>): Promise<void> {
+    const entry: AuditEntry = { at: isoSeconds(this.now()), ...e };
+    this.opts.onAudit?.(entry);
+    await this.opts.store.appendAudit(entry).catch(() => undefined);
+  }
+
+  private async insertKey(
+    companyId: string,
+    environment: string,
+    label: string | null,
+    expiresAt: string | null,
+  ): Promise<AdminResult<CreatedKey>> {
+    const key = generateApiKey(environment);
+    const at = isoSeconds(this.now());
+    const record: KeyRecord = {
+      id: `key_${randomBytes(12).toString('base64url')}`,
+      companyId,
+      hash: hashApiKey(key),
+      prefix: displayPrefixOf(key),
+      label,
+      environment,
+      createdAt: at,
+      expiresAt,
+      revokedAt: null,
+      lastUsedAt: null,
+      exposedAt: null,
+      rotatedTo: null,
+    };
+    const result = await this.write(() => this.opts.store.createKey(record, this.opts.maxActiveKeys, at));
+    if (!result.ok) return result;
+    if (!result.value.ok) {
+      if (result.value.reason === 'company_not_found') return notFound('company', companyId);
+      return fail(
+        409,
+        'Conflict',
+        `company ${companyId} already has ${this.opts.maxActiveKeys} active keys (keys.maxActiveKeys); revoke one first`,
+      );
+    }
+    // A negative cache entry for this hash is impossible in practice (fresh random key), but a
+    // publish keeps the rule simple: every write invalidates.
+    await this.opts.store.publish({ kind: 'key', hash: record.hash });
+    return {
+      ok: true,
+      value: {
+        id: record.id,
+        key,
+        prefix: record.prefix,
+        companyId,
+        label,
+        environment,
+        createdAt: at,
+        expiresAt,
+      },
+    };
+  }
+
+  private view(k: KeyRecord, now: number): KeyView {
+    const revoked = k.revokedAt !== null && Date.parse(k.revokedAt) <= now;
+    const expired = k.expiresAt !== null && Date.parse(k.expiresAt) <= now;
+    const status = revoked ? 'revoked' : expired ? 'expired' : k.revokedAt !== null ? 'revoking' : 'active';
+    return {
+      id: k.id,
+      companyId: k.companyId,
+      prefix: k.prefix,
+      label: k.label,
+      environment: k.environment,
+      status,
+      createdAt: k.createdAt,
+      lastUsedAt: k.lastUsedAt,
+      expiresAt: k.expiresAt,
+      revokedAt: k.revokedAt,
+      exposedAt: k.exposedAt,
+      rotatedTo: k.rotatedTo,
+      rotationDue:
+        status !== 'revoked' &&
+        status !== 'expired' &&
+        now - Date.parse(k.createdAt) > this.opts.rotationAgeDays * 86_400_000,
+    };
+  }
+
+  private async write<T>(op: () => Promise<T>): Promise<AdminResult<T>> {
+    try {
+      return { ok: true, value: await op() };
+    } catch (err) {
+      if (err instanceof StoreReadOnlyError) return fail(409, 'Conflict', err.message);
+      throw err;
+    }
+  }
+}
+
+function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z.infer<T>> {
+  const r = schema.safeParse(input);
+  if (r.success) return { ok: true, value: r.data };
+  const details = r.error.issues
+    .map((i) => {
+      const path = i.path.join('.');
+      if (i.code === 'unrecognized_keys') return `unknown field(s): ${i.keys.join(', ')}`;
+      return path ? `${path}: ${i.message}` : i.message;
+    })
+    .join('; ');
+  return fail(400, 'Bad Request', details);
+}
+
+function fail(status: AdminFailure['status'], error: string, details: string): AdminFailure {
+  return { ok: false, status, error, details };
+}
+
+function notFound(kind: 'company' | 'key', id: string): AdminFailure {
+  // Echo the id only when it is a plain id: a key pasted by mistake must not come back in a body.
+  const shown = ID_PATTERN.test(id) && !KEY_LIKE_PATTERN.test(id) ? ` ${id}` : '';
+  return fail(404, 'Not Found', `${kind}${shown} not found`);
+}
+
+function badTier(tier: string, tiers: ReadonlySet<string>): AdminFailure {
+  return fail(400, 'Bad Request', `tier: "${tier}" is not a configured tier (${[...tiers].join(', ')})`);
+}

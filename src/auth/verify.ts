@@ -1,0 +1,211 @@
+import { LRUCache } from 'lru-cache';
+import { GatewayError } from '../errors.js';
+import {
+  isKeyActive,
+  isoSeconds,
+  type Company,
+  type Invalidation,
+  type KeyRecord,
+  type KeyStore,
+} from '../store/types.js';
+import { hashApiKey, parseApiKey } from './api-key.js';
+
+/** Why a request was denied; each maps to one entry of the error registry. */
+export type DenyReason =
+  | 'missing'
+  | 'malformed'
+  | 'checksum'
+  | 'too_long'
+  | 'unknown'
+  | 'revoked'
+  | 'expired'
+  | 'orphan'
+  | 'company_inactive'
+  | 'api_access_disabled';
+
+export type Verification =
+  | { ok: true; key: KeyRecord; company: Company }
+  | {
+      ok: false;
+      code: 'MISSING_KEY' | 'INVALID_KEY' | 'COMPANY_INACTIVE' | 'API_ACCESS_DISABLED';
+      reason: DenyReason;
+    };
+
+export type CacheOutcome = 'hit' | 'miss' | 'stale';
+
+export interface VerifierOptions {
+  store: KeyStore;
+  maxEntries: number;
+  positiveTtlMs: number;
+  negativeTtlMs: number;
+  staleIfErrorMs: number;
+  maxKeyLength: number;
+  acceptLegacyFormat: boolean;
+  lastUsedIntervalMs: number;
+  /** Observability hooks; all optional. */
+  onCache?: (kind: 'key' | 'company', outcome: CacheOutcome) => void;
+  onStoreError?: (op: string, err: unknown) => void;
+  now?: () => number;
+}
+
+interface Entry<T> {
+  value: T;
+  fetchedAt: number;
+}
+
+/**
+ * Authenticates API keys: format check, hash, cache, store, then the company checks — in that order,
+ * as an ordered list of checks whose denials are values. Only an unreachable store with no usable
+ * cached copy throws (`GatewayError('STORE_UNAVAILABLE')`).
+ *
+ * Records are cached per instance (positive and negative, short TTLs) and dropped at once when the
+ * store publishes an invalidation, so a cached key costs no store round trip. A generation counter
+ * keeps a lookup that raced an invalidation from caching the old copy.
+ *
+ * @example
+ * const v = new KeyVerifier({ store, ...config.cache, ... });
+ * const r = await v.verify(req.headers['x-api-key']);
+ * if (!r.ok) deny(r.code);
+ */
+export class KeyVerifier {
+  private readonly keys: LRUCache<string, Entry<KeyRecord | null>>;
+  private readonly companies: LRUCache<string, Entry<Company | null>>;
+  private readonly inflightKeys = new Map<string, Promise<KeyRecord | null>>();
+  private readonly inflightCompanies = new Map<string, Promise<Company | null>>();
+  private readonly touched: LRUCache<string, number>;
+  private generation = 0;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: VerifierOptions) {
+    this.keys = new LRUCache({ max: opts.maxEntries });
+    this.companies = new LRUCache({ max: Math.max(100, Math.ceil(opts.maxEntries / 4)) });
+    this.touched = new LRUCache({ max: opts.maxEntries });
+    this.now = opts.now ?? Date.now;
+    opts.store.subscribe((msg) => this.invalidate(msg));
+  }
+
+  /** Applies an invalidation message (from pub/sub or a local write). */
+  invalidate(msg: Invalidation): void {
+    this.generation++;
+    if (msg.kind === 'key') this.keys.delete(msg.hash);
+    else if (msg.kind === 'company') this.companies.delete(msg.id);
+    else {
+      this.keys.clear();
+      this.companies.clear();
+    }
+  }
+
+  /** Number of cached key records (positive and negative). */
+  get cachedKeys(): number {
+    return this.keys.size;
+  }
+
+  async verify(raw: string | string[] | undefined): Promise<Verification> {
+    // --- presence: Node joins repeated header lines with ", ", an array never reaches here for
+    // X-API-Key, but be strict anyway.
+    if (raw === undefined || raw === '') return { ok: false, code: 'MISSING_KEY', reason: 'missing' };
+    if (typeof raw !== 'string') return { ok: false, code: 'INVALID_KEY', reason: 'malformed' };
+
+    // --- format: rejected before any store access
+    const parsed = parseApiKey(raw, {
+      maxLength: this.opts.maxKeyLength,
+      acceptLegacy: this.opts.acceptLegacyFormat,
+    });
+    if (!parsed.ok) return { ok: false, code: 'INVALID_KEY', reason: parsed.reason };
+
+    // --- key record
+    const key = await this.lookupKey(hashApiKey(raw));
+    if (!key) return { ok: false, code: 'INVALID_KEY', reason: 'unknown' };
+    const now = this.now();
+    if (!isKeyActive(key, now)) {
+      const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
+      return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired' };
+    }
+
+    // --- company
+    const company = await this.lookupCompany(key.companyId);
+    if (!company) return { ok: false, code: 'INVALID_KEY', reason: 'orphan' };
+    if (company.status !== 'active')
+      return { ok: false, code: 'COMPANY_INACTIVE', reason: 'company_inactive' };
+    if (!company.apiAccess) return { ok: false, code: 'API_ACCESS_DISABLED', reason: 'api_access_disabled' };
+
+    this.recordUse(key, now);
+    return { ok: true, key, company };
+  }
+
+  /** Looks a key up by its plaintext without the format check's side effects (exposed-key handling). */
+  async findKey(raw: string): Promise<KeyRecord | null> {
+    const parsed = parseApiKey(raw, {
+      maxLength: this.opts.maxKeyLength,
+      acceptLegacy: this.opts.acceptLegacyFormat,
+    });
+    return parsed.ok ? this.lookupKey(hashApiKey(raw)) : null;
+  }
+
+  private lookupKey(hash: string): Promise<KeyRecord | null> {
+    return this.lookup(this.keys, this.inflightKeys, hash, 'key', () => this.opts.store.findKeyByHash(hash));
+  }
+
+  private lookupCompany(id: string): Promise<Company | null> {
+    return this.lookup(this.companies, this.inflightCompanies, id, 'company', () =>
+      this.opts.store.getCompany(id),
+    );
+  }
+
+  private async lookup<T>(
+    cache: LRUCache<string, Entry<T | null>>,
+    inflight: Map<string, Promise<T | null>>,
+    id: string,
+    kind: 'key' | 'company',
+    load: () => Promise<T | null>,
+  ): Promise<T | null> {
+    const entry = cache.get(id);
+    const now = this.now();
+    if (entry) {
+      const ttl = entry.value === null ? this.opts.negativeTtlMs : this.opts.positiveTtlMs;
+      if (now - entry.fetchedAt < ttl) {
+        this.opts.onCache?.(kind, 'hit');
+        return entry.value;
+      }
+    }
+    let pending = inflight.get(id);
+    if (!pending) {
+      // One store read per id at a time: concurrent misses share it.
+      const gen = this.generation;
+      pending = load().then((value) => {
+        if (gen === this.generation) cache.set(id, { value, fetchedAt: this.now() });
+        return value;
+      });
+      pending.finally(() => inflight.delete(id)).catch(() => undefined);
+      inflight.set(id, pending);
+    }
+    try {
+      const value = await pending;
+      this.opts.onCache?.(kind, 'miss');
+      return value;
+    } catch (err) {
+      this.opts.onStoreError?.(kind === 'key' ? 'find_key' : 'get_company', err);
+      // Serve a known-good copy while the store is down, up to staleIfErrorMs past its freshness.
+      if (
+        entry &&
+        entry.value !== null &&
+        now - entry.fetchedAt < this.opts.positiveTtlMs + this.opts.staleIfErrorMs
+      ) {
+        this.opts.onCache?.(kind, 'stale');
+        return entry.value;
+      }
+      throw new GatewayError('STORE_UNAVAILABLE', undefined, { cause: err });
+    }
+  }
+
+  /** Writes lastUsedAt at most once per interval per key, off the request's critical path. */
+  private recordUse(key: KeyRecord, now: number): void {
+    const last = this.touched.get(key.id);
+    if (last !== undefined && now - last < this.opts.lastUsedIntervalMs) return;
+    this.touched.set(key.id, now);
+    const at = isoSeconds(now);
+    // Keep the cached copy in step so list output on this instance is not behind.
+    key.lastUsedAt = at;
+    this.opts.store.touchKey(key, at).catch((err: unknown) => this.opts.onStoreError?.('touch_key', err));
+  }
+}

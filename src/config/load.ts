@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import type { ZodIssue } from 'zod';
+import { configSchema, type ConfigInput, type GatewayConfig } from './schema.js';
+
+/** Directory of the shipped config (default config, tier table, example key file). */
+export const PACKAGE_CONFIG_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../config');
+export const DEFAULT_CONFIG_FILE = resolve(PACKAGE_CONFIG_DIR, 'default.yaml');
+
+export type LoadResult =
+  | { ok: true; config: Readonly<GatewayConfig>; file: string }
+  | { ok: false; problems: string[]; file: string };
+
+/** Environment variables that override the file, with the config path each sets. */
+export const ENV_OVERRIDES = {
+  PORT: 'server.port',
+  ADMIN_PORT: 'admin.port',
+  ADMIN_TOKEN: 'admin.token',
+  REDIS_URL: 'store.redis.url',
+  UPSTREAM_URL: 'routes[/notify/v1].target',
+  UPSTREAM_TIMEOUT_MS: 'upstream.timeoutMs',
+  BODY_LIMIT_BYTES: 'server.bodyLimitBytes',
+  LOG_LEVEL: 'log.level',
+} as const;
+
+/**
+ * Reads a YAML/JSON config file, applies the environment overrides and validates the result once.
+ * Never throws for bad input: every problem is returned, each naming its path (or env variable).
+ * The returned config is deep-frozen.
+ *
+ * @example
+ * const r = loadConfig({ file: process.env.GATEWAY_CONFIG, env: process.env });
+ * if (!r.ok) { console.error(r.problems.join('\n')); process.exit(2); }
+ */
+export function loadConfig(opts: {
+  file?: string | undefined;
+  env?: Record<string, string | undefined>;
+}): LoadResult {
+  const file = resolve(opts.file ?? opts.env?.GATEWAY_CONFIG ?? DEFAULT_CONFIG_FILE);
+  let raw: unknown;
+  try {
+    const text = readFileSync(file, 'utf8');
+    raw = text.trim() === '' ? {} : parseYaml(text, { strict: true, uniqueKeys: true });
+  } catch (err) {
+    const reason =
+      (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message;
+    return { ok: false, file, problems: [`${file}: ${reason}`] };
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    return { ok: false, file, problems: [`${file}: the top level must be a mapping`] };
+  }
+  const input = applyEnv(structuredClone(raw) as Record<string, unknown>, opts.env ?? {});
+  return validateConfig(input, file);
+}
+
+/** Validates an in-memory config (tests, demo). Relative paths resolve against `baseFile`'s folder. */
+export function validateConfig(
+  input: ConfigInput | Record<string, unknown>,
+  baseFile = DEFAULT_CONFIG_FILE,
+): LoadResult {
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    return { ok: false, file: baseFile, problems: parsed.error.issues.map(formatIssue) };
+  }
+  const config = parsed.data;
+  const base = dirname(baseFile);
+  config.store.file.path = resolvePath(base, config.store.file.path);
+  if (config.server.tls) {
+    config.server.tls.certFile = resolvePath(base, config.server.tls.certFile);
+    config.server.tls.keyFile = resolvePath(base, config.server.tls.keyFile);
+  }
+  return { ok: true, file: baseFile, config: deepFreeze(config) };
+}
+
+function resolvePath(base: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(base, p);
+}
+
+function formatIssue(issue: ZodIssue): string {
+  const path = issue.path.length ? issue.path.join('.') : '(top level)';
+  const env = Object.entries(ENV_OVERRIDES).find(([, p]) => envPathMatches(p, issue.path));
+  return `${path}${env ? ` (from ${env[0]})` : ''}: ${issue.message}`;
+}
+
+function envPathMatches(envPath: string, issuePath: (string | number)[]): boolean {
+  if (envPath.startsWith('routes')) return issuePath[0] === 'routes' && issuePath[2] === 'target';
+  return envPath === issuePath.join('.');
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const part of parts.slice(0, -1)) {
+    const next = cur[part];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) cur[part] = {};
+    cur = cur[part] as Record<string, unknown>;
+  }
+  cur[parts[parts.length - 1]!] = value;
+}
+
+function applyEnv(
+  cfg: Record<string, unknown>,
+  env: Record<string, string | undefined>,
+): Record<string, unknown> {
+  const set = (
+    name: keyof typeof ENV_OVERRIDES,
+    path: string,
+    transform: (v: string) => unknown = (v) => v,
+  ) => {
+    const v = env[name];
+    if (v !== undefined && v !== '') setPath(cfg, path, transform(v));
+  };
+  set('PORT', 'server.port');
+  set('ADMIN_PORT', 'admin.port');
+  set('ADMIN_TOKEN', 'admin.token');
+  set('UPSTREAM_TIMEOUT_MS', 'upstream.timeoutMs');
+  set('BODY_LIMIT_BYTES', 'server.bodyLimitBytes');
+  set('LOG_LEVEL', 'log.level');
+  if (env.REDIS_URL) {
+    setPath(cfg, 'store.type', 'redis');
+    setPath(cfg, 'store.redis.url', env.REDIS_URL);
+  }
+  if (env.UPSTREAM_URL) {
+    const routes = Array.isArray(cfg.routes) ? (cfg.routes as Record<string, unknown>[]) : [];
+    const route = routes.find((r) => r && typeof r === 'object' && r.prefix === '/notify/v1');
+    if (route) route.target = env.UPSTREAM_URL;
+    else routes.unshift({ prefix: '/notify/v1', target: env.UPSTREAM_URL });
+    cfg.routes = routes;
+  }
+  return cfg;
+}
+
+/** Freezes an object graph so a loaded config cannot drift at run time. */
+export function deepFreeze<T>(obj: T): T {
+  if (obj && typeof obj === 'object' && !Object.isFrozen(obj)) {
+    Object.freeze(obj);
+    for (const v of Object.values(obj)) deepFreeze(v);
+  }
+  return obj;
+}

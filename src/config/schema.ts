@@ -1,0 +1,260 @@
+import { z } from 'zod';
+
+/** Header names are compared case-insensitively and `_`/`-` alike, so they are stored normalised. */
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9-]{1,64}$/, 'must be a header name of letters, digits and dashes')
+  .transform((v) => v.toLowerCase());
+
+const url = z
+  .string()
+  .url()
+  .refine((v) => /^https?:\/\//.test(v), 'must be an http:// or https:// URL');
+
+const redisUrl = z
+  .string()
+  .url()
+  .refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL');
+
+const ms = (def: number) => z.coerce.number().int().min(1).max(3_600_000).default(def);
+
+export const tierSchema = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'must be lowercase letters, digits, _ or -'),
+  /** Requests allowed per window. */
+  points: z.coerce.number().int().min(1),
+  /** Window length in seconds. */
+  duration: z.coerce.number().int().min(1).max(86_400),
+});
+
+export const routeSchema = z.object({
+  prefix: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~\-/]*$/, 'must start with / and hold only URL path characters')
+    .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p)),
+  target: url,
+  /** Overrides `upstream.timeoutMs` for this route. */
+  timeoutMs: z.coerce.number().int().min(1).max(3_600_000).optional(),
+});
+
+export const DEFAULT_TIERS = [
+  { name: 'free', points: 60, duration: 60 },
+  { name: 'standard', points: 600, duration: 60 },
+  { name: 'enterprise', points: 6000, duration: 60 },
+];
+
+/** Names a client must not use for a key in the URL; compared after %-decoding, lowercasing and dropping `-`/`_`. */
+export const DEFAULT_URL_KEY_PARAMS = [
+  'api_key',
+  'apikey',
+  'x-api-key',
+  'key',
+  'api-token',
+  'token',
+  'access_key',
+];
+
+export const configSchema = z
+  .object({
+    server: z
+      .object({
+        host: z.string().min(1).default('0.0.0.0'),
+        port: z.coerce.number().int().min(0).max(65535).default(8080),
+        /** Time allowed for a client to send all request headers (slowloris guard). */
+        headersTimeoutMs: ms(10_000),
+        /** Time allowed for a client to send the whole request, body included. 0 disables. */
+        requestTimeoutMs: z.coerce.number().int().min(0).max(3_600_000).default(300_000),
+        keepAliveTimeoutMs: ms(5_000),
+        maxHeaderSize: z.coerce.number().int().min(1024).max(1_048_576).default(16_384),
+        /** 0 = no limit. */
+        bodyLimitBytes: z.coerce.number().int().min(0).default(26_214_400),
+        /** Addresses or CIDRs whose X-Forwarded-* headers are believed. */
+        trustedProxies: z.array(z.string().min(1)).default([]),
+        /** Refuse plain-HTTP requests (direct, or X-Forwarded-Proto from a trusted proxy) with 403. */
+        requireHttps: z.boolean().default(false),
+        tls: z.object({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
+        /** Grace period for in-flight requests on SIGTERM. */
+        shutdownTimeoutMs: ms(10_000),
+      })
+      .strict()
+      .default({}),
+    admin: z
+      .object({
+        enabled: z.boolean().default(true),
+        host: z.string().min(1).default('127.0.0.1'),
+        port: z.coerce.number().int().min(0).max(65535).default(8081),
+        token: z.string().min(16, 'must be at least 16 characters').optional(),
+      })
+      .strict()
+      .default({}),
+    routes: z
+      .array(routeSchema)
+      .min(1, 'at least one route is needed')
+      .default([{ prefix: '/notify/v1', target: 'http://127.0.0.1:9090' }]),
+    upstream: z
+      .object({
+        timeoutMs: ms(30_000),
+        maxSockets: z.coerce.number().int().min(1).default(512),
+        keepAliveMs: ms(30_000),
+      })
+      .strict()
+      .default({}),
+    store: z
+      .object({
+        type: z.enum(['file', 'memory', 'redis']).default('file'),
+        file: z
+          .object({ path: z.string().min(1).default('keys.yaml') })
+          .strict()
+          .default({}),
+        redis: z
+          .object({
+            url: redisUrl.default('redis://127.0.0.1:6379'),
+            /** Sentinel or Cluster topologies, see docs/scaling.md. */
+            sentinels: z.array(z.object({ host: z.string(), port: z.coerce.number().int() })).optional(),
+            sentinelName: z.string().optional(),
+            cluster: z.array(z.object({ host: z.string(), port: z.coerce.number().int() })).optional(),
+            keyPrefix: z
+              .string()
+              .regex(/^[A-Za-z0-9:_-]{1,32}$/)
+              .default('ng:'),
+            /** Upper bound for one Redis command, so no request waits on a dead Redis. */
+            commandTimeoutMs: ms(500),
+            connectTimeoutMs: ms(2_000),
+          })
+          .strict()
+          .default({}),
+      })
+      .strict()
+      .default({}),
+    cache: z
+      .object({
+        maxEntries: z.coerce.number().int().min(100).default(100_000),
+        /** A cached valid key is re-read from the store after this long. */
+        positiveTtlMs: ms(30_000),
+        /** An unknown key is remembered as unknown this long (brute force costs no store lookup). */
+        negativeTtlMs: ms(10_000),
+        /** While the store is unreachable, a cached key keeps working up to this age. */
+        staleIfErrorMs: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+      })
+      .strict()
+      .default({}),
+    rateLimit: z
+      .object({
+        tiers: z.array(tierSchema).min(1).default(DEFAULT_TIERS),
+        /** What the limiter does while Redis fails: per-instance memory limiter, let all pass, or refuse (503). */
+        failurePolicy: z.enum(['insurance', 'open', 'closed']).default('insurance'),
+        /** Failed authentications allowed per client address before 429. */
+        authFailures: z
+          .object({
+            enabled: z.boolean().default(true),
+            points: z.coerce.number().int().min(1).default(30),
+            duration: z.coerce.number().int().min(1).default(60),
+          })
+          .strict()
+          .default({}),
+      })
+      .strict()
+      .default({}),
+    keys: z
+      .object({
+        /** Active keys per company; 0 = no cap. */
+        maxActiveKeys: z.coerce.number().int().min(0).default(2),
+        rotationAgeDays: z.coerce.number().int().min(1).default(90),
+        /** Accept keys that do not follow the nk_ format (imported by hash). */
+        acceptLegacyFormat: z.boolean().default(false),
+        maxLength: z.coerce.number().int().min(32).max(1024).default(256),
+        /** A valid key seen in a URL: flag it, or flag and revoke it. */
+        exposedKeys: z.enum(['flag', 'revoke']).default('flag'),
+        /** How often lastUsedAt may be written per key. */
+        lastUsedIntervalMs: ms(60_000),
+      })
+      .strict()
+      .default({}),
+    headers: z
+      .object({
+        companyId: headerName.default('X-Company-Id'),
+        keyId: headerName.default('X-Api-Key-Id'),
+        companyTier: headerName.default('X-Company-Tier'),
+        requestId: headerName.default('X-Request-Id'),
+        /** Reuse a well-formed client X-Request-Id instead of generating one. */
+        acceptClientRequestId: z.boolean().default(false),
+      })
+      .strict()
+      .default({}),
+    urlKeyGuard: z
+      .object({ paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS) })
+      .strict()
+      .default({}),
+    browser: z
+      .object({
+        /** Refuse requests carrying browser markers (Origin, Sec-Fetch-Mode: cors) with 403. */
+        refuseBrowserRequests: z.boolean().default(false),
+      })
+      .strict()
+      .default({}),
+    signing: z
+      .object({
+        enabled: z.boolean().default(false),
+        secret: z.string().min(32, 'must be at least 32 characters').optional(),
+        header: headerName.default('X-Gateway-Signature'),
+      })
+      .strict()
+      .default({})
+      .refine((s) => !s.enabled || s.secret, {
+        message: 'signing.secret is required when signing is enabled',
+      }),
+    log: z
+      .object({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        accessLog: z.boolean().default(true),
+      })
+      .strict()
+      .default({}),
+    metrics: z
+      .object({
+        /** Label rate-limit metrics with company ids (unbounded cardinality: off by default). */
+        companyLabel: z.boolean().default(false),
+      })
+      .strict()
+      .default({}),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const seen = new Set<string>();
+    c.routes.forEach((r, i) => {
+      if (seen.has(r.prefix)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['routes', i, 'prefix'],
+          message: `duplicate route prefix ${r.prefix}`,
+        });
+      }
+      seen.add(r.prefix);
+    });
+    const tiers = new Set<string>();
+    c.rateLimit.tiers.forEach((t, i) => {
+      if (tiers.has(t.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rateLimit', 'tiers', i, 'name'],
+          message: `duplicate tier ${t.name}`,
+        });
+      }
+      tiers.add(t.name);
+    });
+    const names = [c.headers.companyId, c.headers.keyId, c.headers.companyTier, c.headers.requestId];
+    if (new Set(names).size !== names.length) {
+      ctx.addIssue({ code: 'custom', path: ['headers'], message: 'trusted header names must be distinct' });
+    }
+    if (names.includes('x-api-key')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headers'],
+        message: 'X-API-Key cannot be a trusted header name',
+      });
+    }
+  });
+
+export type GatewayConfig = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+export type Tier = z.infer<typeof tierSchema>;
+export type Route = z.infer<typeof routeSchema>;

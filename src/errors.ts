@@ -1,0 +1,117 @@
+/**
+ * The one registry of gateway-made answers. Every error the gateway writes comes from here, with the
+ * spec's body shape `{ "error": "...", "details": "..." }`. `docs/errors.md` documents each code and a
+ * unit test fails when a code is missing there.
+ */
+export const ERRORS = {
+  MISSING_KEY: { status: 401, error: 'Unauthorized', details: 'Missing API key' },
+  INVALID_KEY: { status: 401, error: 'Unauthorized', details: 'Invalid API key' },
+  KEY_IN_URL: {
+    status: 401,
+    error: 'Unauthorized',
+    details: 'API key must be sent in the X-API-Key header, not in the URL',
+  },
+  COMPANY_INACTIVE: { status: 403, error: 'Forbidden', details: 'Company is not active' },
+  API_ACCESS_DISABLED: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'API access is disabled for this company',
+  },
+  HTTPS_REQUIRED: { status: 403, error: 'Forbidden', details: 'HTTPS is required' },
+  BROWSER_REQUEST: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'API keys are for server-side use only; browser requests are refused',
+  },
+  NOT_FOUND: { status: 404, error: 'Not Found', details: 'No route matches this path' },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    error: 'Payload Too Large',
+    details: 'Request body exceeds the size limit',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    error: 'Too Many Requests',
+    details: 'Rate limit exceeded; retry after the delay in Retry-After',
+  },
+  AUTH_RATE_LIMITED: {
+    status: 429,
+    error: 'Too Many Requests',
+    details: 'Too many failed authentications from this address; retry after the delay in Retry-After',
+  },
+  BAD_REQUEST: { status: 400, error: 'Bad Request', details: 'Malformed request' },
+  INTERNAL: { status: 500, error: 'Internal Server Error', details: 'Unexpected error' },
+  UPSTREAM_UNREACHABLE: { status: 502, error: 'Bad Gateway', details: 'Upstream service is unreachable' },
+  STORE_UNAVAILABLE: {
+    status: 503,
+    error: 'Service Unavailable',
+    details: 'Key store is unavailable; retry shortly',
+  },
+  RATE_LIMITER_UNAVAILABLE: {
+    status: 503,
+    error: 'Service Unavailable',
+    details: 'Rate limiter is unavailable; retry shortly',
+  },
+  UPSTREAM_TIMEOUT: {
+    status: 504,
+    error: 'Gateway Timeout',
+    details: 'Upstream service did not answer in time',
+  },
+} as const satisfies Record<string, { status: number; error: string; details: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * The gateway's one error class. Thrown for infrastructure failures and by admin validation;
+ * expected request outcomes (bad key, over limit) are values, not throws.
+ */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: string;
+  constructor(code: ErrorCode, details?: string, options?: { cause?: unknown }) {
+    super(details ?? ERRORS[code].details, options);
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.details = details ?? ERRORS[code].details;
+  }
+}
+
+/** Error body of the spec (section 2): `{ error, details }`. */
+export interface ErrorBody {
+  error: string;
+  details: string;
+}
+
+/** Pre-serialised bodies: the hot path writes a constant buffer, no JSON.stringify per denial. */
+const BODIES = new Map<ErrorCode, Buffer>(
+  (Object.keys(ERRORS) as ErrorCode[]).map((c) => [
+    c,
+    Buffer.from(JSON.stringify({ error: ERRORS[c].error, details: ERRORS[c].details })),
+  ]),
+);
+
+/** Serialises the spec body for a code, with an optional replacement for `details`. */
+export function errorBody(code: ErrorCode, details?: string): Buffer {
+  if (details === undefined) return BODIES.get(code)!;
+  return Buffer.from(JSON.stringify({ error: ERRORS[code].error, details }));
+}
+
+/** Minimal writer interface shared by Express responses and raw `ServerResponse`s. */
+interface Writable {
+  headersSent: boolean;
+  statusCode: number;
+  setHeader(name: string, value: string | number): unknown;
+  end(body: Buffer): unknown;
+}
+
+/** Writes a gateway error. Callers must check `headersSent` themselves when it can be true. */
+export function sendError(res: Writable, code: ErrorCode, details?: string): void {
+  const body = errorBody(code, details);
+  res.statusCode = ERRORS[code].status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', body.length);
+  res.setHeader('Cache-Control', 'no-store');
+  res.end(body);
+}

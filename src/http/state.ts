@@ -1,0 +1,32 @@
+import type { Company, KeyRecord } from '../store/types.js';
+import type { ErrorCode } from '../errors.js';
+
+/** What the gateway learns about a request as it moves down the pipeline. */
+export interface RequestState {
+  id: string;
+  /** process.hrtime.bigint() at arrival. */
+  start: bigint;
+  /** Client address (peer, or from X-Forwarded-For when the peer is a trusted proxy). */
+  clientIp: string;
+  /** The direct peer is a configured trusted proxy (its X-Forwarded-* are believed). */
+  peerTrusted: boolean;
+  /** Matched route prefix ('-' before matching, so log and metric labels stay bounded). */
+  route: string;
+  key?: KeyRecord;
+  company?: Company;
+  /** The gateway's own error code when it answered the request itself. */
+  error?: ErrorCode;
+  /** Why authentication failed (metrics and logs; never the key). */
+  denyReason?: string;
+  /** The URL carried a key: the path is redacted in the log line. */
+  keyInUrl?: boolean;
+  upstreamTimedOut?: boolean;
+  bodyTooLarge?: boolean;
+}
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** Gateway request state, set by the first middleware. */
+    gw: RequestState;
+  }
+}

@@ -1,0 +1,39 @@
+import { destination, pino, type DestinationStream, type Logger } from 'pino';
+import { isoSeconds } from '../store/types.js';
+
+export type { Logger } from 'pino';
+
+/**
+ * Paths removed from every log record, whatever a caller passes: keys and hashes must never be
+ * logged (spec section 5.7). pino throws at creation when a path is invalid.
+ */
+export const REDACT_PATHS = [
+  'key',
+  'apiKey',
+  'hash',
+  'token',
+  'headers["x-api-key"]',
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'headers.authorization',
+  '*.key',
+  '*.apiKey',
+  '*.hash',
+];
+
+/**
+ * Creates the JSON logger. Times are UTC `YYYY-MM-DDTHH:MM:SSZ`, like every timestamp the gateway
+ * writes. Writes asynchronously to stdout unless a destination is given (tests pass one to parse lines).
+ */
+export function createLogger(opts: { level: string; destination?: DestinationStream }): Logger {
+  return pino(
+    {
+      level: opts.level,
+      base: { service: 'notify-gateway' },
+      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      timestamp: () => `,"time":"${isoSeconds()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    opts.destination ?? destination({ sync: false }),
+  );
+}

@@ -1,0 +1,80 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The gateway's own Prometheus registry. Labels are bounded: route prefixes, status codes, reasons
+ * and tiers from config — never a key, a hash or (unless enabled) a company id.
+ */
+export interface GatewayMetrics {
+  registry: Registry;
+  requests: Counter<'route' | 'status'>;
+  duration: Histogram<'route'>;
+  upstreamDuration: Histogram<'route'>;
+  authFailures: Counter<'reason'>;
+  rateLimited: Counter<'tier' | 'company'>;
+  storeErrors: Counter<'op'>;
+  cache: Counter<'kind' | 'result'>;
+  limiterFallback: Counter<'policy'>;
+  inflight: Gauge;
+}
+
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function createMetrics(opts: { processMetrics: boolean } = { processMetrics: true }): GatewayMetrics {
+  const registry = new Registry();
+  if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
+  const registers = [registry];
+  return {
+    registry,
+    requests: new Counter({
+      name: 'gateway_requests_total',
+      help: 'Requests answered, by route prefix and status code',
+      labelNames: ['route', 'status'],
+      registers,
+    }),
+    duration: new Histogram({
+      name: 'gateway_request_duration_seconds',
+      help: 'Time from request to response end, by route prefix',
+      labelNames: ['route'],
+      buckets: BUCKETS,
+      registers,
+    }),
+    upstreamDuration: new Histogram({
+      name: 'gateway_upstream_duration_seconds',
+      help: 'Time from forwarding to upstream response headers, by route prefix',
+      labelNames: ['route'],
+      buckets: BUCKETS,
+      registers,
+    }),
+    authFailures: new Counter({
+      name: 'gateway_auth_failures_total',
+      help: 'Refused authentications by reason',
+      labelNames: ['reason'],
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: 'gateway_rate_limited_total',
+      help: 'Requests refused with 429 by tier (company only when metrics.companyLabel is on)',
+      labelNames: ['tier', 'company'],
+      registers,
+    }),
+    storeErrors: new Counter({
+      name: 'gateway_store_errors_total',
+      help: 'Failed key-store or limiter operations, by operation',
+      labelNames: ['op'],
+      registers,
+    }),
+    cache: new Counter({
+      name: 'gateway_cache_lookups_total',
+      help: 'In-process cache lookups by record kind and result (hit, miss, stale)',
+      labelNames: ['kind', 'result'],
+      registers,
+    }),
+    limiterFallback: new Counter({
+      name: 'gateway_rate_limiter_fallback_total',
+      help: 'Requests decided by the failure policy while the shared limiter was unreachable',
+      labelNames: ['policy'],
+      registers,
+    }),
+    inflight: new Gauge({ name: 'gateway_inflight_requests', help: 'Requests being served', registers }),
+  };
+}

@@ -1,0 +1,141 @@
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import type { Tier } from '../config/schema.js';
+import { GatewayError } from '../errors.js';
+import type { RedisClient } from '../store/redis-connection.js';
+
+export type FailurePolicy = 'insurance' | 'open' | 'closed';
+
+/** The limiter's answer for one request; `source` says which limiter counted it. */
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets. */
+  resetSeconds: number;
+  source: 'primary' | 'insurance' | 'open';
+}
+
+export interface TierLimiterOptions {
+  tiers: readonly Tier[];
+  /** When given, counts are shared by every instance through Redis (exact across instances). */
+  redis?: RedisClient;
+  keyPrefix: string;
+  failurePolicy: FailurePolicy;
+  onStoreError?: (err: unknown) => void;
+}
+
+interface TierLimiters {
+  tier: Tier;
+  primary: RateLimiterAbstract;
+  insurance: RateLimiterMemory;
+}
+
+/**
+ * Per-company limits by tier (rate-limiter-flexible). With Redis, one atomic Lua call per request is
+ * the only round trip of an authenticated request. When Redis fails the configured policy applies:
+ * `insurance` counts in process memory (per instance), `open` lets requests through, `closed`
+ * refuses them with 503. Recovery is automatic: the next request tries Redis again.
+ */
+export class TierRateLimiter {
+  private readonly byTier = new Map<string, TierLimiters>();
+
+  constructor(private readonly opts: TierLimiterOptions) {
+    for (const tier of opts.tiers) {
+      const common = {
+        points: tier.points,
+        duration: tier.duration,
+        keyPrefix: `${opts.keyPrefix}rl:${tier.name}`,
+      };
+      const primary = opts.redis
+        ? new RateLimiterRedis({ ...common, storeClient: opts.redis, rejectIfRedisNotReady: true })
+        : new RateLimiterMemory(common);
+      this.byTier.set(tier.name, { tier, primary, insurance: new RateLimiterMemory(common) });
+    }
+  }
+
+  hasTier(name: string): boolean {
+    return this.byTier.has(name);
+  }
+
+  /**
+   * Counts one request for `companyId` against `tierName`. Resolves with the decision; rejects only
+   * with `GatewayError('RATE_LIMITER_UNAVAILABLE')` under the `closed` policy, or for an unknown
+   * tier (`INTERNAL`: the admin API refuses such tiers, so this is a bug or a shrunk tier table).
+   */
+  async consume(companyId: string, tierName: string): Promise<RateDecision> {
+    const l = this.byTier.get(tierName);
+    if (!l) throw new GatewayError('INTERNAL', `tier "${tierName}" is not configured`);
+    try {
+      return toDecision(l.tier, await l.primary.consume(companyId), true, 'primary');
+    } catch (res) {
+      if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'primary');
+      this.opts.onStoreError?.(res);
+      return this.fallback(l, companyId, res);
+    }
+  }
+
+  private async fallback(l: TierLimiters, companyId: string, cause: unknown): Promise<RateDecision> {
+    switch (this.opts.failurePolicy) {
+      case 'open':
+        return {
+          allowed: true,
+          limit: l.tier.points,
+          remaining: l.tier.points,
+          resetSeconds: l.tier.duration,
+          source: 'open',
+        };
+      case 'closed':
+        throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause });
+      case 'insurance':
+        try {
+          return toDecision(l.tier, await l.insurance.consume(companyId), true, 'insurance');
+        } catch (res) {
+          if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'insurance');
+          throw res;
+        }
+    }
+  }
+}
+
+function toDecision(
+  tier: Tier,
+  res: RateLimiterRes,
+  allowed: boolean,
+  source: RateDecision['source'],
+): RateDecision {
+  return {
+    allowed,
+    limit: tier.points,
+    remaining: Math.max(0, res.remainingPoints),
+    resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+    source,
+  };
+}
+
+/**
+ * Per-address limiter of failed authentications (brute-force guard). Kept in process memory on
+ * purpose: checking it costs no round trip, and with N instances an attacker gets at most N times
+ * the budget — still far below what guessing a 190-bit key needs.
+ */
+export class AuthFailureLimiter {
+  private readonly limiter: RateLimiterMemory;
+  constructor(private readonly opts: { points: number; duration: number }) {
+    this.limiter = new RateLimiterMemory({ points: opts.points, duration: opts.duration });
+  }
+
+  /** Seconds to wait when `address` has used its failures, else 0. */
+  async blockedFor(address: string): Promise<number> {
+    const res = await this.limiter.get(address);
+    if (!res || res.consumedPoints < this.opts.points) return 0;
+    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  }
+
+  async recordFailure(address: string): Promise<void> {
+    await this.limiter.penalty(address, 1);
+  }
+}

@@ -1,0 +1,283 @@
+import { readFileSync } from 'node:fs';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { createAdminApp } from './admin/router.js';
+import { AdminService } from './admin/service.js';
+import { KeyVerifier } from './auth/verify.js';
+import type { GatewayConfig } from './config/schema.js';
+import { createApp } from './http/app.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
+import { FileKeyStore } from './store/file-store.js';
+import { MemoryKeyStore } from './store/memory-store.js';
+import { createRedisClient, waitForReady, type RedisClient } from './store/redis-connection.js';
+import { RedisKeyStore } from './store/redis-store.js';
+import { isKeyActive, type KeyStore } from './store/types.js';
+
+export interface GatewayHandle {
+  /** Port the gateway listens on (useful with port 0). */
+  port: number;
+  /** Admin port, or null when the admin API is disabled. */
+  adminPort: number | null;
+  config: Readonly<GatewayConfig>;
+  store: KeyStore;
+  service: AdminService;
+  verifier: KeyVerifier;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Use this store instead of building one from config (tests, demo). */
+  store?: KeyStore;
+  /** Collect Node process metrics (off in tests that start many gateways). */
+  processMetrics?: boolean;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/**
+ * Builds the store and its clients from config. Redis clients are bounded (command timeout, no
+ * offline queue) and reconnect by themselves; their errors are logged, rate-limited, never thrown.
+ */
+export async function createStore(
+  config: Readonly<GatewayConfig>,
+  logger: Logger,
+): Promise<{ store: KeyStore; redis?: RedisClient }> {
+  const tiers = new Set(config.rateLimit.tiers.map((t) => t.name));
+  switch (config.store.type) {
+    case 'memory':
+      return { store: new MemoryKeyStore() };
+    case 'file':
+      return {
+        store: new FileKeyStore({
+          path: config.store.file.path,
+          knownTiers: tiers,
+          onReload: (r) => {
+            if (r.ok) logger.info({ companies: r.companies, keys: r.keys }, 'key file reloaded');
+            else logger.error({ problems: r.problems }, 'key file rejected; keeping the last good content');
+          },
+        }),
+      };
+    case 'redis': {
+      const client = createRedisClient(config.store.redis, 'notify-gateway');
+      const subscriber = createRedisClient(config.store.redis, 'notify-gateway-sub');
+      logRedisErrors(client, logger, 'redis');
+      logRedisErrors(subscriber, logger, 'redis subscriber');
+      const ready = await waitForReady(client, config.store.redis.connectTimeoutMs);
+      if (!ready)
+        logger.warn('Redis is not reachable yet; starting anyway (readiness reports 503 until it is)');
+      return { store: new RedisKeyStore(client, subscriber, config.store.redis.keyPrefix), redis: client };
+    }
+  }
+}
+
+function logRedisErrors(client: RedisClient, logger: Logger, what: string): void {
+  let last = 0;
+  let suppressed = 0;
+  client.on('error', (err: Error) => {
+    const now = Date.now();
+    if (now - last < 10_000) {
+      suppressed++;
+      return;
+    }
+    last = now;
+    // Only the message: ioredis errors can carry the failed command and its arguments (key names).
+    logger.warn({ error: err.message.split('\n')[0], suppressed }, `${what} connection error`);
+    suppressed = 0;
+  });
+  client.on('ready', () => {
+    if (last !== 0) logger.info(`${what} connection restored`);
+  });
+}
+
+/**
+ * Starts the gateway (and the admin API on its own port) from a validated config.
+ * Throws on a config that cannot run (admin API on a public address without a token, bad TLS files,
+ * a port in use).
+ */
+export async function startGateway(
+  config: Readonly<GatewayConfig>,
+  opts: StartOptions = {},
+): Promise<GatewayHandle> {
+  const logger = opts.logger ?? createLogger({ level: config.log.level });
+  if (config.admin.enabled && !config.admin.token && !LOOPBACK.has(config.admin.host)) {
+    throw new Error(
+      `the admin API binds ${config.admin.host}, which is not loopback: set ADMIN_TOKEN (admin.token)`,
+    );
+  }
+  const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
+  const built = opts.store ? { store: opts.store, redis: undefined } : await createStore(config, logger);
+  const { store, redis } = built;
+
+  const limiter = new TierRateLimiter({
+    tiers: config.rateLimit.tiers,
+    ...(redis ? { redis } : {}),
+    keyPrefix: config.store.redis.keyPrefix,
+    failurePolicy: config.rateLimit.failurePolicy,
+    onStoreError: () => metrics.storeErrors.inc({ op: 'rate_limit' }),
+  });
+  const verifier = new KeyVerifier({
+    store,
+    maxEntries: config.cache.maxEntries,
+    positiveTtlMs: config.cache.positiveTtlMs,
+    negativeTtlMs: config.cache.negativeTtlMs,
+    staleIfErrorMs: config.cache.staleIfErrorMs,
+    maxKeyLength: config.keys.maxLength,
+    acceptLegacyFormat: config.keys.acceptLegacyFormat,
+    lastUsedIntervalMs: config.keys.lastUsedIntervalMs,
+    onCache: (kind, result) => metrics.cache.inc({ kind, result }),
+    onStoreError: (op) => metrics.storeErrors.inc({ op }),
+  });
+  const service = new AdminService({
+    store,
+    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    maxActiveKeys: config.keys.maxActiveKeys,
+    rotationAgeDays: config.keys.rotationAgeDays,
+    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
+  });
+
+  const app = createApp({
+    config,
+    verifier,
+    limiter,
+    authFailures: config.rateLimit.authFailures.enabled
+      ? new AuthFailureLimiter(config.rateLimit.authFailures)
+      : null,
+    logger,
+    metrics,
+    ready: async () => {
+      const checks: Record<string, string> = {};
+      try {
+        await store.ping();
+        checks.store = 'ok';
+      } catch {
+        checks.store = 'unavailable';
+      }
+      checks.rateLimiter = redis ? (redis.status === 'ready' ? 'ok' : `redis ${redis.status}`) : 'ok';
+      return { ok: Object.values(checks).every((v) => v === 'ok'), checks };
+    },
+    onKeyInUrl: (candidates) => {
+      void (async () => {
+        for (const c of candidates.slice(0, 4)) {
+          if (!c) continue;
+          const rec = await verifier.findKey(c);
+          if (rec && isKeyActive(rec, Date.now()))
+            await service.markExposed(rec, config.keys.exposedKeys === 'revoke');
+        }
+      })().catch((err: unknown) =>
+        logger.warn({ error: (err as Error).message }, 'exposed-key handling failed'),
+      );
+    },
+  });
+
+  const server = createGatewayServer(config, app);
+  await listen(server, config.server.port, config.server.host);
+  let adminServer: Server | null = null;
+  if (config.admin.enabled) {
+    const adminApp = createAdminApp({
+      service,
+      token: config.admin.token ?? null,
+      registry: metrics.registry,
+      logger,
+    });
+    adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
+    try {
+      await listen(adminServer, config.admin.port, config.admin.host);
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
+  const port = (server.address() as AddressInfo).port;
+  const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
+  logger.info(
+    { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
+    'gateway listening',
+  );
+
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    adminPort,
+    config,
+    store,
+    service,
+    verifier,
+    metrics,
+    logger,
+    close() {
+      closing ??= (async () => {
+        await Promise.all([
+          drain(server, config.server.shutdownTimeoutMs),
+          adminServer ? drain(adminServer, 1000) : undefined,
+        ]);
+        app.closeAgents();
+        await store.close();
+        metrics.registry.clear();
+        logger.info('gateway stopped');
+        logger.flush?.();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The gateway's HTTP(S) server with the slow-client guards and Expect: 100-continue handling. */
+function createGatewayServer(
+  config: Readonly<GatewayConfig>,
+  app: (req: IncomingMessage, res: ServerResponse) => void,
+): Server {
+  const s = config.server;
+  const options = {
+    maxHeaderSize: s.maxHeaderSize,
+    headersTimeout: s.headersTimeoutMs,
+    requestTimeout: s.requestTimeoutMs,
+    keepAliveTimeout: s.keepAliveTimeoutMs,
+    // Never the lenient parser: smuggling shapes (CL+TE, bare LF...) must be refused by Node.
+    insecureHTTPParser: false,
+    requireHostHeader: true,
+  };
+  const server = s.tls
+    ? createHttpsServer(
+        { ...options, cert: readFileSync(s.tls.certFile), key: readFileSync(s.tls.keyFile) },
+        app,
+      )
+    : createHttpServer(options, app);
+  // Without this listener Node answers `100 Continue` by itself before we know who is calling.
+  // The pipeline sends it after authentication and the rate limit (app.ts, forward).
+  server.on('checkContinue', app);
+  return server;
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting, lets in-flight requests finish up to `ms`, then cuts what remains. */
+function drain(server: Server, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), ms);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

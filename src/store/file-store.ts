@@ -1,0 +1,207 @@
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { MemoryKeyStore } from './memory-store.js';
+import {
+  HASH_PATTERN,
+  ID_PATTERN,
+  isoSeconds,
+  StoreReadOnlyError,
+  TIMESTAMP_PATTERN,
+  type Company,
+  type CreateKeyResult,
+  type KeyRecord,
+} from './types.js';
+
+const id = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-"');
+const timestamp = z
+  .union([z.string(), z.date()])
+  .transform((v) => (v instanceof Date ? isoSeconds(v) : v))
+  .pipe(z.string().regex(TIMESTAMP_PATTERN, 'must be UTC YYYY-MM-DDTHH:MM:SSZ'));
+
+const fileKeySchema = z
+  .object({
+    id,
+    hash: z
+      .string()
+      .transform((h) => h.replace(/^sha256:/, '').toLowerCase())
+      .pipe(
+        z.string().regex(HASH_PATTERN, 'must be the 64-hex SHA-256 printed by `notify-gateway keys hash`'),
+      ),
+    prefix: z.string().max(32).optional(),
+    label: z.string().max(200).optional(),
+    environment: z.string().max(16).optional(),
+    createdAt: timestamp.optional(),
+    expiresAt: timestamp.optional(),
+    revokedAt: timestamp.optional(),
+  })
+  .strict();
+
+const fileCompanySchema = z
+  .object({
+    id,
+    name: z.string().min(1).max(200).optional(),
+    tier: z.string().min(1),
+    status: z.enum(['active', 'pending', 'suspended']).default('active'),
+    apiAccess: z.boolean().default(true),
+    keys: z.array(fileKeySchema).default([]),
+  })
+  .strict();
+
+const fileSchema = z.object({ companies: z.array(fileCompanySchema).default([]) }).strict();
+
+export type FileParseResult =
+  { ok: true; companies: Company[]; keys: KeyRecord[] } | { ok: false; problems: string[] };
+
+/**
+ * Parses the declarative key file. Every problem is listed with its path; nothing is applied when
+ * any is found. Tiers must exist in the configured tier table.
+ */
+export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): FileParseResult {
+  let raw: unknown;
+  try {
+    raw = text.trim() === '' ? {} : parseYaml(text, { strict: true, uniqueKeys: true });
+  } catch (err) {
+    return { ok: false, problems: [`YAML: ${(err as Error).message.split('\n')[0]}`] };
+  }
+  const parsed = fileSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    return {
+      ok: false,
+      problems: parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`),
+    };
+  }
+  const problems: string[] = [];
+  const companies: Company[] = [];
+  const keys: KeyRecord[] = [];
+  const companyIds = new Set<string>();
+  const keyIds = new Set<string>();
+  const hashes = new Set<string>();
+  const epoch = '1970-01-01T00:00:00Z';
+  parsed.data.companies.forEach((c, ci) => {
+    if (companyIds.has(c.id)) problems.push(`companies.${ci}.id: duplicate company id ${c.id}`);
+    companyIds.add(c.id);
+    if (!knownTiers.has(c.tier))
+      problems.push(`companies.${ci}.tier: unknown tier "${c.tier}" (not in rateLimit.tiers)`);
+    companies.push({
+      id: c.id,
+      name: c.name ?? c.id,
+      tier: c.tier,
+      status: c.status,
+      apiAccess: c.apiAccess,
+      createdAt: epoch,
+      updatedAt: epoch,
+    });
+    c.keys.forEach((k, ki) => {
+      if (keyIds.has(k.id)) problems.push(`companies.${ci}.keys.${ki}.id: duplicate key id ${k.id}`);
+      // The position is named, never the hash itself.
+      if (hashes.has(k.hash))
+        problems.push(`companies.${ci}.keys.${ki}.hash: the same key hash appears twice`);
+      keyIds.add(k.id);
+      hashes.add(k.hash);
+      keys.push({
+        id: k.id,
+        companyId: c.id,
+        hash: k.hash,
+        prefix: k.prefix ?? '',
+        label: k.label ?? null,
+        environment: k.environment ?? null,
+        createdAt: k.createdAt ?? epoch,
+        expiresAt: k.expiresAt ?? null,
+        revokedAt: k.revokedAt ?? null,
+        lastUsedAt: null,
+        exposedAt: null,
+        rotatedTo: null,
+      });
+    });
+  });
+  return problems.length ? { ok: false, problems } : { ok: true, companies, keys };
+}
+
+export interface FileKeyStoreOptions {
+  path: string;
+  knownTiers: ReadonlySet<string>;
+  /** Poll interval for changes (Kubernetes swaps Secret/ConfigMap files through symlinks). */
+  watchIntervalMs?: number;
+  onReload?: (
+    result: { ok: true; companies: number; keys: number } | { ok: false; problems: string[] },
+  ) => void;
+}
+
+/**
+ * Read-only store backed by a declarative YAML file (the embedded default). Reloads when the file
+ * changes; a broken file keeps the last good content and reports every problem through `onReload`.
+ * `lastUsedAt` and exposure flags are kept in memory only.
+ */
+export class FileKeyStore extends MemoryKeyStore {
+  override readonly kind = 'file' as const;
+  override readonly writable = false;
+  private readonly opts: FileKeyStoreOptions;
+  // Any stat change (mtime, size, inode after a symlink swap) triggers a reload; a vanished or broken
+  // file keeps the last good content, and the reload report says why.
+  private readonly onChange = () => this.reload();
+
+  /** Throws when the initial file cannot be read or is invalid: a gateway must not start keyless by accident. */
+  constructor(opts: FileKeyStoreOptions) {
+    super();
+    this.opts = opts;
+    const first = this.load();
+    if (!first.ok) throw new Error(`key file ${opts.path} is invalid:\n  ${first.problems.join('\n  ')}`);
+    if (opts.watchIntervalMs !== 0) {
+      watchFile(opts.path, { interval: opts.watchIntervalMs ?? 1000, persistent: false }, this.onChange);
+    }
+  }
+
+  /** Re-reads the file now; keeps the previous content on failure. */
+  reload(): void {
+    const result = this.load();
+    if (result.ok) void this.publish({ kind: 'all' });
+    this.opts.onReload?.(result);
+  }
+
+  private load(): { ok: true; companies: number; keys: number } | { ok: false; problems: string[] } {
+    let text: string;
+    try {
+      text = readFileSync(this.opts.path, 'utf8');
+    } catch (err) {
+      return { ok: false, problems: [`${this.opts.path}: ${(err as Error).message}`] };
+    }
+    const parsed = parseKeyFile(text, this.opts.knownTiers);
+    if (!parsed.ok) return parsed;
+    // Carry over what only lives in memory (last use, exposure) for keys that survive the reload.
+    const previous = this.keysById;
+    this.companies = new Map(parsed.companies.map((c) => [c.id, c]));
+    this.keysById = new Map();
+    this.keysByHash = new Map();
+    for (const k of parsed.keys) {
+      const old = previous.get(k.id);
+      if (old && old.hash === k.hash) {
+        k.lastUsedAt = old.lastUsedAt;
+        k.exposedAt = old.exposedAt;
+      }
+      this.putKey(k);
+    }
+    return { ok: true, companies: parsed.companies.length, keys: parsed.keys.length };
+  }
+
+  override async createKey(): Promise<CreateKeyResult> {
+    throw new StoreReadOnlyError();
+  }
+  override async createCompany(): Promise<boolean> {
+    throw new StoreReadOnlyError();
+  }
+  override async updateCompany(): Promise<Company | null> {
+    throw new StoreReadOnlyError();
+  }
+  /** Only the in-memory exposure flag may change; revocation belongs in the file. */
+  override async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
+    const keys = Object.keys(patch);
+    if (keys.length === 1 && keys[0] === 'exposedAt') return super.updateKey(id, patch);
+    throw new StoreReadOnlyError();
+  }
+
+  override async close(): Promise<void> {
+    unwatchFile(this.opts.path, this.onChange);
+    await super.close();
+  }
+}

@@ -1,0 +1,120 @@
+import {
+  isKeyActive,
+  type AuditEntry,
+  type Company,
+  type CompanyPatch,
+  type CreateKeyResult,
+  type Invalidation,
+  type KeyRecord,
+  type KeyStore,
+} from './types.js';
+
+const AUDIT_CAP = 10_000;
+
+/**
+ * In-process store for tests and the demo. Not shared between processes: with `--workers` it is
+ * refused (see server.ts). Records are copied in and out so callers cannot mutate stored state.
+ */
+export class MemoryKeyStore implements KeyStore {
+  readonly kind: 'memory' | 'file' = 'memory';
+  readonly writable: boolean = true;
+  protected companies = new Map<string, Company>();
+  protected keysById = new Map<string, KeyRecord>();
+  protected keysByHash = new Map<string, KeyRecord>();
+  private audit: AuditEntry[] = [];
+  private auditSeq = 0;
+  private listeners: ((msg: Invalidation) => void)[] = [];
+
+  async findKeyByHash(hash: string): Promise<KeyRecord | null> {
+    const rec = this.keysByHash.get(hash);
+    return rec ? { ...rec } : null;
+  }
+
+  async getKey(id: string): Promise<KeyRecord | null> {
+    const rec = this.keysById.get(id);
+    return rec ? { ...rec } : null;
+  }
+
+  async listKeys(companyId: string): Promise<KeyRecord[]> {
+    return [...this.keysById.values()]
+      .filter((k) => k.companyId === companyId)
+      .map((k) => ({ ...k }))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  async createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult> {
+    if (!this.companies.has(record.companyId)) return { ok: false, reason: 'company_not_found' };
+    if (maxActiveKeys > 0) {
+      const at = Date.parse(now);
+      const active = [...this.keysById.values()].filter(
+        (k) => k.companyId === record.companyId && isKeyActive(k, at),
+      );
+      if (active.length >= maxActiveKeys) return { ok: false, reason: 'too_many_keys' };
+    }
+    this.putKey({ ...record });
+    return { ok: true };
+  }
+
+  async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
+    const rec = this.keysById.get(id);
+    if (!rec) return null;
+    Object.assign(rec, patch);
+    return { ...rec };
+  }
+
+  async touchKey(key: Pick<KeyRecord, 'id' | 'hash'>, at: string): Promise<void> {
+    const rec = this.keysById.get(key.id);
+    if (rec && (rec.lastUsedAt === null || rec.lastUsedAt < at)) rec.lastUsedAt = at;
+  }
+
+  async getCompany(id: string): Promise<Company | null> {
+    const c = this.companies.get(id);
+    return c ? { ...c } : null;
+  }
+
+  async listCompanies(): Promise<Company[]> {
+    return [...this.companies.values()].map((c) => ({ ...c })).sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  async createCompany(company: Company): Promise<boolean> {
+    if (this.companies.has(company.id)) return false;
+    this.companies.set(company.id, { ...company });
+    return true;
+  }
+
+  async updateCompany(id: string, patch: CompanyPatch, now: string): Promise<Company | null> {
+    const c = this.companies.get(id);
+    if (!c) return null;
+    Object.assign(c, patch, { updatedAt: now });
+    return { ...c };
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    this.audit.push({ ...entry, id: String(++this.auditSeq) });
+    if (this.audit.length > AUDIT_CAP) this.audit.splice(0, this.audit.length - AUDIT_CAP);
+  }
+
+  async readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
+    const rows = opts.companyId ? this.audit.filter((e) => e.companyId === opts.companyId) : this.audit;
+    return rows.slice(-opts.limit).reverse();
+  }
+
+  async publish(msg: Invalidation): Promise<void> {
+    for (const l of this.listeners) l(msg);
+  }
+
+  subscribe(listener: (msg: Invalidation) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.listeners = [];
+  }
+
+  protected putKey(rec: KeyRecord): void {
+    this.keysById.set(rec.id, rec);
+    this.keysByHash.set(rec.hash, rec);
+  }
+}
