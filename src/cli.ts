@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
 import { hashApiKey } from './auth/api-key.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
+import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { createLogger } from './observability/logger.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
@@ -118,6 +121,23 @@ program
     const stop = () => void demo.close().then(() => process.exit(0));
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+  });
+
+// ---- example backend (docker-compose, Kubernetes examples, local trials)
+program
+  .command('example-backend')
+  .description('run only the example notification backend (GET /notify/v1/health, POST /notify/v1/otps)')
+  .option('-p, --port <port>', 'port', '9090')
+  .option('--host <host>', 'address to bind', '0.0.0.0')
+  .action(async (o: { port: string; host: string }) => {
+    const server = createServer(createExampleBackend());
+    server.on('error', (err) => fatal(err.message));
+    server.listen(parsePort(o.port), o.host, () => {
+      process.stdout.write(`example backend listening on ${o.host}:${(server.address() as AddressInfo).port}\n`);
+    });
+    const stop = () => server.close(() => process.exit(0));
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
   });
 
 // ---- config check
