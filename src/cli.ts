@@ -133,7 +133,9 @@ program
     const server = createServer(createExampleBackend());
     server.on('error', (err) => fatal(err.message));
     server.listen(parsePort(o.port), o.host, () => {
-      process.stdout.write(`example backend listening on ${o.host}:${(server.address() as AddressInfo).port}\n`);
+      process.stdout.write(
+        `example backend listening on ${o.host}:${(server.address() as AddressInfo).port}\n`,
+      );
     });
     const stop = () => server.close(() => process.exit(0));
     process.once('SIGTERM', stop);

@@ -66,8 +66,3 @@ function decodeRepeatedly(s: string): string {
   }
   return cur;
 }
-
-/** Replaces anything key-shaped in a path so it can be logged. */
-export function redactKeyShaped(text: string): string {
-  return text.replace(KEY_LIKE_GLOBAL, '[REDACTED]');
-}

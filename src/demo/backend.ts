@@ -63,12 +63,10 @@ export function createExampleBackend(opts: ExampleBackendOptions = {}): Express 
   });
   const onError: ErrorRequestHandler = (err, _req, res, _next) => {
     const status = typeof err?.status === 'number' && err.status < 500 ? err.status : 500;
-    res
-      .status(status)
-      .json({
-        error: status === 400 ? 'Bad Request' : 'Error',
-        details: status === 400 ? 'Body is not valid JSON' : 'Unexpected error',
-      });
+    res.status(status).json({
+      error: status === 400 ? 'Bad Request' : 'Error',
+      details: status === 400 ? 'Body is not valid JSON' : 'Unexpected error',
+    });
   };
   app.use(onError);
   return app;

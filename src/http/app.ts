@@ -4,7 +4,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import proxyAddr from 'proxy-addr';
-import { createUrlKeyGuard, redactKeyShaped } from '../auth/url-key-guard.js';
+import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig, Route } from '../config/schema.js';
 import { ERRORS, GatewayError, sendError, type ErrorCode } from '../errors.js';
@@ -113,8 +113,9 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
           requestId: id,
           method: req.method,
           route: state.route,
-          // Never the query string; a path that carried a key is redacted.
-          path: state.keyInUrl ? redactKeyShaped(path) : path,
+          // Never the query string. A URL that carried a key is not logged at all: a key-named
+          // parameter can hide in the path too (`;api_key=...`), and legacy keys have no shape to redact.
+          path: state.keyInUrl ? '[redacted: key in URL]' : path,
           status,
           aborted: !res.writableFinished || undefined,
           durationMs: Math.round(seconds * 1e4) / 10,

@@ -186,6 +186,9 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async publish(msg: Invalidation): Promise<void> {
+    // Apply locally at once (the writer's own instance must not wait for the round trip), then
+    // tell every other instance; our own copy of the message arrives later and is harmless.
+    for (const l of this.listeners) l(msg);
     await this.client.publish(this.channel, JSON.stringify(msg));
   }
 
