@@ -40,6 +40,12 @@ export const ERRORS = {
     details: 'Too many failed authentications from this address; retry after the delay in Retry-After',
   },
   BAD_REQUEST: { status: 400, error: 'Bad Request', details: 'Malformed request' },
+  REQUEST_TIMEOUT: { status: 408, error: 'Request Timeout', details: 'The request was not received in time' },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    error: 'Request Header Fields Too Large',
+    details: 'Request headers exceed the size limit',
+  },
   INTERNAL: { status: 500, error: 'Internal Server Error', details: 'Unexpected error' },
   UPSTREAM_UNREACHABLE: { status: 502, error: 'Bad Gateway', details: 'Upstream service is unreachable' },
   STORE_UNAVAILABLE: {
@@ -96,6 +102,19 @@ const BODIES = new Map<ErrorCode, Buffer>(
 export function errorBody(code: ErrorCode, details?: string): Buffer {
   if (details === undefined) return BODIES.get(code)!;
   return Buffer.from(JSON.stringify({ error: ERRORS[code].error, details }));
+}
+
+/**
+ * A complete raw HTTP/1.1 error response, for answers written straight to a socket (parser errors,
+ * header overflow, slow clients) where no response object exists. Always closes the connection.
+ */
+export function rawErrorResponse(code: ErrorCode): string {
+  const e = ERRORS[code];
+  const body = BODIES.get(code)!;
+  return (
+    `HTTP/1.1 ${e.status} ${e.error}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${body.length}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body.toString()}`
+  );
 }
 
 /** Minimal writer interface shared by Express responses and raw `ServerResponse`s. */

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { createAdminApp } from './admin/router.js';
 import { AdminService } from './admin/service.js';
 import { KeyVerifier } from './auth/verify.js';
+import { rawErrorResponse } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -257,6 +258,18 @@ function createGatewayServer(
   // Without this listener Node answers `100 Continue` by itself before we know who is calling.
   // The pipeline sends it after authentication and the rate limit (app.ts, forward).
   server.on('checkContinue', app);
+  // Requests Node's parser refuses (smuggling shapes, bad bytes), oversized headers and slow
+  // clients get the spec's error body too, and the connection is closed.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    const code =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'HEADERS_TOO_LARGE'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'HPE_HEADERS_TIMEOUT'
+          ? 'REQUEST_TIMEOUT'
+          : 'BAD_REQUEST';
+    socket.end(rawErrorResponse(code));
+  });
   return server;
 }
 

@@ -9,6 +9,7 @@ import {
   StoreReadOnlyError,
   TIMESTAMP_PATTERN,
   type Company,
+  type CompanyPatch,
   type CreateKeyResult,
   type KeyRecord,
 } from './types.js';
@@ -184,13 +185,13 @@ export class FileKeyStore extends MemoryKeyStore {
     return { ok: true, companies: parsed.companies.length, keys: parsed.keys.length };
   }
 
-  override async createKey(): Promise<CreateKeyResult> {
+  override async createKey(_record: KeyRecord, _cap: number, _now: string): Promise<CreateKeyResult> {
     throw new StoreReadOnlyError();
   }
-  override async createCompany(): Promise<boolean> {
+  override async createCompany(_company: Company): Promise<boolean> {
     throw new StoreReadOnlyError();
   }
-  override async updateCompany(): Promise<Company | null> {
+  override async updateCompany(_id: string, _patch: CompanyPatch, _now: string): Promise<Company | null> {
     throw new StoreReadOnlyError();
   }
   /** Only the in-memory exposure flag may change; revocation belongs in the file. */

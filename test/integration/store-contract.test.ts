@@ -1,0 +1,290 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
+import { FileKeyStore, parseKeyFile } from '../../src/store/file-store.js';
+import { MemoryKeyStore } from '../../src/store/memory-store.js';
+import { createRedisClient, waitForReady } from '../../src/store/redis-connection.js';
+import { RedisKeyStore } from '../../src/store/redis-store.js';
+import {
+  isoSeconds,
+  StoreReadOnlyError,
+  type Company,
+  type Invalidation,
+  type KeyRecord,
+  type KeyStore,
+} from '../../src/store/types.js';
+import { eventually } from '../helpers/http.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+const now = () => isoSeconds(Date.now());
+
+function company(id: string, over: Partial<Company> = {}): Company {
+  return {
+    id,
+    name: id,
+    tier: 'free',
+    status: 'active',
+    apiAccess: true,
+    createdAt: now(),
+    updatedAt: now(),
+    ...over,
+  };
+}
+
+function key(id: string, companyId: string, over: Partial<KeyRecord> = {}): KeyRecord {
+  const k = generateApiKey('live');
+  return {
+    id,
+    companyId,
+    hash: hashApiKey(k),
+    prefix: k.slice(0, 14),
+    label: null,
+    environment: 'live',
+    createdAt: now(),
+    expiresAt: null,
+    revokedAt: null,
+    lastUsedAt: null,
+    exposedAt: null,
+    rotatedTo: null,
+    ...over,
+  };
+}
+
+/** The one contract every writable KeyStore must meet. */
+function writableContract(
+  name: string,
+  make: () => Promise<KeyStore>,
+  teardown: () => Promise<void> = async () => {},
+) {
+  describe(`KeyStore contract: ${name}`, () => {
+    let store: KeyStore;
+    before(async () => {
+      store = await make();
+    });
+    after(async () => {
+      await store.close();
+      await teardown();
+    });
+
+    test('companies: create, duplicate, get, list, update, unknown', async () => {
+      assert.equal(await store.createCompany(company('c-a')), true);
+      assert.equal(await store.createCompany(company('c-a', { name: 'other' })), false);
+      assert.equal((await store.getCompany('c-a'))?.name, 'c-a', 'a duplicate create changes nothing');
+      await store.createCompany(company('c-b', { apiAccess: false, status: 'pending' }));
+      const b = await store.getCompany('c-b');
+      assert.equal(b?.apiAccess, false);
+      assert.equal(b?.status, 'pending');
+      assert.deepEqual(
+        (await store.listCompanies()).map((c) => c.id).filter((id) => id.startsWith('c-')),
+        ['c-a', 'c-b'],
+      );
+      const up = await store.updateCompany(
+        'c-b',
+        { status: 'active', apiAccess: true },
+        '2030-01-01T00:00:00Z',
+      );
+      assert.equal(up?.status, 'active');
+      assert.equal(up?.apiAccess, true);
+      assert.equal(up?.updatedAt, '2030-01-01T00:00:00Z');
+      assert.deepEqual(await store.getCompany('c-b'), up);
+      assert.equal(await store.updateCompany('nope', { tier: 'x' }, now()), null);
+      assert.equal(await store.getCompany('nope'), null);
+    });
+
+    test('keys: create, find by hash and id, list, update, touch', async () => {
+      await store.createCompany(company('k-co'));
+      const rec = key('k1', 'k-co', { label: 'primary', expiresAt: '2099-01-01T00:00:00Z' });
+      assert.deepEqual(await store.createKey(rec, 0, now()), { ok: true });
+      assert.deepEqual(await store.findKeyByHash(rec.hash), rec);
+      assert.deepEqual(await store.getKey('k1'), rec);
+      assert.equal(await store.findKeyByHash('0'.repeat(64)), null);
+      assert.equal(await store.getKey('missing'), null);
+      const updated = await store.updateKey('k1', { exposedAt: '2030-01-01T00:00:00Z' });
+      assert.equal(updated?.exposedAt, '2030-01-01T00:00:00Z');
+      assert.equal((await store.findKeyByHash(rec.hash))?.exposedAt, '2030-01-01T00:00:00Z');
+      assert.equal(await store.updateKey('missing', { revokedAt: now() }), null);
+      await store.touchKey(rec, '2030-01-02T00:00:00Z');
+      assert.equal((await store.getKey('k1'))?.lastUsedAt, '2030-01-02T00:00:00Z');
+      await store.createKey(key('k0', 'k-co', { createdAt: '2000-01-01T00:00:00Z' }), 0, now());
+      assert.deepEqual(
+        (await store.listKeys('k-co')).map((k) => k.id),
+        ['k0', 'k1'],
+        'oldest first',
+      );
+      assert.deepEqual(await store.createKey(key('kx', 'no-such-co'), 0, now()), {
+        ok: false,
+        reason: 'company_not_found',
+      });
+    });
+
+    test('the active-key cap counts only unrevoked, unexpired keys; 0 = no cap', async () => {
+      await store.createCompany(company('cap-co'));
+      assert.deepEqual(await store.createKey(key('cap1', 'cap-co'), 2, now()), { ok: true });
+      assert.deepEqual(await store.createKey(key('cap2', 'cap-co'), 2, now()), { ok: true });
+      assert.deepEqual(await store.createKey(key('cap3', 'cap-co'), 2, now()), {
+        ok: false,
+        reason: 'too_many_keys',
+      });
+      assert.equal(await store.getKey('cap3'), null, 'a refused create stores nothing');
+      await store.updateKey('cap1', { revokedAt: isoSeconds(Date.now() - 1000) });
+      assert.deepEqual(await store.createKey(key('cap3', 'cap-co'), 2, now()), { ok: true });
+      // A key revoked in the future (rotation grace period) still counts until then.
+      await store.updateKey('cap2', { revokedAt: isoSeconds(Date.now() + 3_600_000) });
+      assert.deepEqual(await store.createKey(key('cap4', 'cap-co'), 2, now()), {
+        ok: false,
+        reason: 'too_many_keys',
+      });
+      assert.deepEqual(await store.createKey(key('cap4', 'cap-co'), 0, now()), { ok: true });
+      // An expired key frees its slot.
+      await store.createCompany(company('exp-co'));
+      await store.createKey(key('e1', 'exp-co', { expiresAt: isoSeconds(Date.now() + 1000) }), 1, now());
+      assert.deepEqual(await store.createKey(key('e2', 'exp-co'), 1, now()), {
+        ok: false,
+        reason: 'too_many_keys',
+      });
+      assert.deepEqual(await store.createKey(key('e2', 'exp-co'), 1, isoSeconds(Date.now() + 2000)), {
+        ok: true,
+      });
+    });
+
+    test('audit: newest first, limit, filter by company', async () => {
+      for (let i = 0; i < 5; i++)
+        await store.appendAudit({ at: now(), event: `e${i}`, companyId: i % 2 ? 'odd' : 'even' });
+      const last = await store.readAudit({ limit: 2 });
+      assert.deepEqual(
+        last.map((e) => e.event),
+        ['e4', 'e3'],
+      );
+      assert.deepEqual(
+        (await store.readAudit({ limit: 10, companyId: 'odd' })).map((e) => e.event),
+        ['e3', 'e1'],
+      );
+      assert.ok(last.every((e) => typeof e.id === 'string'));
+    });
+
+    test('publish reaches subscribers', async () => {
+      const got: Invalidation[] = [];
+      store.subscribe((m) => got.push(m));
+      await new Promise((r) => setTimeout(r, 50));
+      await store.publish({ kind: 'company', id: 'x' });
+      await eventually(async () => got.some((m) => m.kind === 'company' && m.id === 'x'), 1000);
+    });
+
+    test('ping', async () => {
+      await store.ping();
+    });
+  });
+}
+
+writableContract('memory', async () => new MemoryKeyStore());
+
+let redis: TestRedis;
+writableContract(
+  'redis',
+  async () => {
+    redis = await startRedis();
+    const cfg = { url: redis.url, keyPrefix: 'ct:', commandTimeoutMs: 1000, connectTimeoutMs: 2000 };
+    const client = createRedisClient(cfg);
+    // No offline queue by design (bounded answers when Redis is down): wait for the connection.
+    assert.ok(await waitForReady(client, 3000), 'redis client did not become ready');
+    return new RedisKeyStore(client, createRedisClient(cfg), 'ct:');
+  },
+  async () => redis?.stop(),
+);
+
+describe('KeyStore contract: file (read-only, hot reload)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ng-keys-'));
+  const path = join(dir, 'keys.yaml');
+  const k1 = generateApiKey('live');
+  const k2 = generateApiKey('live');
+  const tiers = new Set(['free', 'standard']);
+  const reloads: ({ ok: true } | { ok: false; problems: string[] })[] = [];
+  let store: FileKeyStore;
+  const yaml = (keys: string) => `companies:
+  - id: acme
+    name: Acme
+    tier: standard
+    keys:
+${keys}
+  - id: off
+    tier: free
+    status: suspended
+    apiAccess: false
+`;
+  const entry = (id: string, k: string, extra = '') =>
+    `      - id: ${id}\n        hash: ${hashApiKey(k)}\n        label: ${id}\n${extra}`;
+
+  before(() => {
+    writeFileSync(path, yaml(entry('acme-1', k1)));
+    store = new FileKeyStore({
+      path,
+      knownTiers: tiers,
+      watchIntervalMs: 50,
+      onReload: (r) => reloads.push(r),
+    });
+  });
+  after(async () => store.close());
+
+  test('reads companies and keys from the file', async () => {
+    assert.equal((await store.findKeyByHash(hashApiKey(k1)))?.id, 'acme-1');
+    assert.equal((await store.getCompany('acme'))?.tier, 'standard');
+    const off = await store.getCompany('off');
+    assert.equal(off?.status, 'suspended');
+    assert.equal(off?.apiAccess, false);
+    assert.deepEqual(
+      (await store.listCompanies()).map((c) => c.id),
+      ['acme', 'off'],
+    );
+  });
+
+  test('writes are refused with StoreReadOnlyError', async () => {
+    await assert.rejects(store.createCompany(company('x')), StoreReadOnlyError);
+    await assert.rejects(store.createKey(key('x', 'acme'), 0, now()), StoreReadOnlyError);
+    await assert.rejects(store.updateCompany('acme', { tier: 'free' }, now()), StoreReadOnlyError);
+    await assert.rejects(store.updateKey('acme-1', { revokedAt: now() }), StoreReadOnlyError);
+  });
+
+  test('reloads on change (atomic rename like a Kubernetes Secret update); a broken file keeps the last good one', async () => {
+    const invalidations: Invalidation[] = [];
+    store.subscribe((m) => invalidations.push(m));
+    const tmp = join(dir, 'keys.yaml.tmp');
+    writeFileSync(
+      tmp,
+      yaml(entry('acme-1', k1, '        revokedAt: 2020-01-01T00:00:00Z\n') + entry('acme-2', k2)),
+    );
+    renameSync(tmp, path);
+    await eventually(async () => (await store.findKeyByHash(hashApiKey(k2))) !== null, 3000);
+    assert.equal((await store.findKeyByHash(hashApiKey(k1)))?.revokedAt, '2020-01-01T00:00:00Z');
+    assert.ok(
+      invalidations.some((m) => m.kind === 'all'),
+      'caches are told to drop everything',
+    );
+
+    const before = reloads.length;
+    writeFileSync(path, 'companies:\n  - id: acme\n    tier: gold\n    keys: [{ id: x, hash: nothex }]\n');
+    await eventually(async () => reloads.length > before, 3000);
+    const bad = reloads.at(-1)!;
+    assert.equal(bad.ok, false);
+    const problems = bad.ok ? '' : bad.problems.join('\n');
+    assert.match(problems, /companies\.0\.keys\.0\.hash/);
+    assert.ok((await store.findKeyByHash(hashApiKey(k2))) !== null, 'the last good content stays');
+  });
+
+  test('parseKeyFile lists every problem without echoing a hash', () => {
+    const h = hashApiKey(k1);
+    const r = parseKeyFile(
+      `companies:\n  - id: a\n    tier: nope\n    keys:\n      - { id: k, hash: ${h} }\n      - { id: k, hash: ${h} }\n  - id: a\n    tier: free\n`,
+      tiers,
+    );
+    assert.equal(r.ok, false);
+    const text = r.ok ? '' : r.problems.join('\n');
+    assert.match(text, /unknown tier "nope"/);
+    assert.match(text, /duplicate key id k/);
+    assert.match(text, /same key hash appears twice/);
+    assert.match(text, /duplicate company id a/);
+    assert.ok(!text.includes(h));
+  });
+});
