@@ -44,11 +44,15 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
         proxyReq.once('response', (proxyRes: IncomingMessage) => {
           clearTimeout(timer);
           opts.onUpstreamResponse?.(req, Number(process.hrtime.bigint() - started) / 1e9);
-          proxyRes.socket.setTimeout(opts.timeoutMs, () =>
-            proxyReq.destroy(new Error('upstream idle timeout')),
-          );
+          // The socket is pooled and reused: the idle listener must come off again, or every
+          // request would leave one behind on it.
+          const socket = proxyRes.socket;
+          const onIdle = () => proxyReq.destroy(new Error('upstream idle timeout'));
+          socket.setTimeout(opts.timeoutMs);
+          socket.on('timeout', onIdle);
           proxyRes.once('close', () => {
-            proxyRes.socket?.setTimeout(0);
+            socket.setTimeout(0);
+            socket.off('timeout', onIdle);
             // A body cut short by the upstream must not look complete to the client.
             if (!proxyRes.complete) res.destroy();
           });

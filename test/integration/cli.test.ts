@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { hashApiKey } from '../../src/auth/api-key.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+// The shipped bin, as users run it (`npm test` builds first).
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI with the given env and stdin. */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  stdin?: string,
+  timeoutMs = 20_000,
+): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('error', reject);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    p.stdin.end(stdin ?? '');
+  });
+}
+
+describe('CLI', () => {
+  let redis: TestRedis;
+  let env: Record<string, string>;
+  before(async () => {
+    redis = await startRedis();
+    env = { REDIS_URL: redis.url };
+  });
+  after(async () => redis?.stop());
+
+  test('companies and keys against Redis: create, list, update, rotate, revoke, audit; --json everywhere', async () => {
+    const created = await cli(
+      ['companies', 'create', 'acme', '--name', 'Acme', '--tier', 'standard', '--json'],
+      env,
+    );
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(created.stdout).tier, 'standard');
+    const dup = await cli(['companies', 'create', 'acme'], env);
+    assert.equal(dup.code, 1);
+    assert.match(dup.stderr, /already exists/);
+    const badTier = await cli(['companies', 'create', 'x', '--tier', 'gold'], env);
+    assert.equal(badTier.code, 2);
+    assert.match(badTier.stderr, /tier: "gold" is not a configured tier/);
+
+    const table = await cli(['companies', 'list'], env);
+    assert.equal(table.code, 0);
+    assert.match(table.stdout, /^id\s+name\s+tier/m);
+    assert.match(table.stdout, /acme\s+Acme\s+standard\s+active\s+true/);
+
+    const upd = await cli(
+      ['companies', 'update', 'acme', '--status', 'suspended', '--api-access', 'off', '--json'],
+      env,
+    );
+    assert.equal(upd.code, 0, upd.stderr);
+    assert.equal(JSON.parse(upd.stdout).status, 'suspended');
+    assert.equal(JSON.parse(upd.stdout).apiAccess, false);
+    const got = await cli(['companies', 'get', 'acme', '--json'], env);
+    assert.equal(JSON.parse(got.stdout).status, 'suspended');
+    assert.equal((await cli(['companies', 'get', 'nope'], env)).code, 1);
+
+    const key = await cli(['keys', 'create', 'acme', '--label', 'primary', '--json'], env);
+    assert.equal(key.code, 0, key.stderr);
+    const k = JSON.parse(key.stdout) as { id: string; key: string; prefix: string };
+    assert.match(k.key, /^nk_live_/);
+    const human = await cli(['keys', 'create', 'acme', '--environment', 'test'], env);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /nk_test_\w+/);
+    assert.match(human.stdout, /not shown again/);
+    const capped = await cli(['keys', 'create', 'acme'], env);
+    assert.equal(capped.code, 1);
+    assert.match(capped.stderr, /Conflict: company acme already has 2 active keys/);
+
+    const list = await cli(['keys', 'list', 'acme'], env);
+    assert.equal(list.code, 0);
+    assert.ok(list.stdout.includes(k.prefix));
+    assert.ok(!list.stdout.includes(k.key), 'list shows the key');
+    assert.ok(!list.stdout.includes(hashApiKey(k.key)), 'list shows the hash');
+    assert.match(list.stdout, /rotationDue/);
+
+    const rot = await cli(['keys', 'rotate', k.id, '--json'], env);
+    assert.equal(rot.code, 1, 'rotation respects the cap of 2 active keys');
+    const revokeOther = JSON.parse((await cli(['keys', 'list', 'acme', '--json'], env)).stdout) as {
+      id: string;
+    }[];
+    const other = revokeOther.find((x) => x.id !== k.id)!;
+    const rev = await cli(['keys', 'revoke', other.id], env);
+    assert.equal(rev.code, 0, rev.stderr);
+    assert.match(rev.stdout, /^revoked /);
+    const rot2 = await cli(['keys', 'rotate', k.id, '--grace', '3600', '--json'], env);
+    assert.equal(rot2.code, 0, rot2.stderr);
+    assert.equal(JSON.parse(rot2.stdout).replaces, k.id);
+    assert.equal((await cli(['keys', 'revoke', 'missing-id'], env)).code, 1);
+
+    const audit = await cli(['audit', '--company', 'acme', '--json'], env);
+    assert.equal(audit.code, 0);
+    const events = (JSON.parse(audit.stdout) as { event: string; actor: string }[]).map((e) => e.event);
+    for (const e of ['company.created', 'company.updated', 'key.created', 'key.revoked', 'key.rotated'])
+      assert.ok(events.includes(e), e);
+    assert.ok(!audit.stdout.includes(k.key));
+  });
+
+  test('keys hash: stdin → the SHA-256 the file store expects', async () => {
+    const r = await cli(['keys', 'hash'], {}, 'nk_live_example\n');
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout.trim(), hashApiKey('nk_live_example'));
+    const empty = await cli(['keys', 'hash'], {}, '');
+    assert.equal(empty.code, 2);
+  });
+
+  test('management commands refuse the file store writes and an unreachable Redis, clearly', async () => {
+    const ro = await cli(['companies', 'create', 'x'], {});
+    assert.equal(ro.code, 1);
+    assert.match(ro.stderr, /read-only/);
+    const down = await cli(['companies', 'list'], { REDIS_URL: 'redis://127.0.0.1:1' });
+    assert.equal(down.code, 1);
+    assert.match(down.stderr, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+  });
+
+  test('config check: OK on the default; every problem listed and exit 2 on a bad file or env', async () => {
+    const ok = await cli(['config', 'check'], {});
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /configuration OK/);
+    const dir = mkdtempSync(join(tmpdir(), 'ng-cli-'));
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'server:\n  port: -1\nrateLimit:\n  failurePolicy: nope\nroutes: []\n');
+    const r = await cli(['config', 'check', '--config', bad], { ADMIN_TOKEN: 'short' });
+    assert.equal(r.code, 2);
+    for (const s of ['server.port', 'rateLimit.failurePolicy', 'routes', 'admin.token (from ADMIN_TOKEN)'])
+      assert.ok(r.stderr.includes(s), `${s} in ${r.stderr}`);
+    const viaEnv = await cli(['config', 'check'], { GATEWAY_CONFIG: bad });
+    assert.equal(viaEnv.code, 2);
+    const shown = await cli(['config', 'check', '--json'], {
+      ADMIN_TOKEN: 'a-secret-admin-token-value',
+      REDIS_URL: 'redis://user:pw@h:1',
+    });
+    assert.equal(shown.code, 0);
+    assert.ok(!shown.stdout.includes('a-secret-admin-token-value') && !shown.stdout.includes('pw@'));
+  });
+
+  test('serve refuses --workers > 1 without Redis, with a reason', async () => {
+    const r = await cli(['serve', '--workers', '2'], {});
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /needs the redis store/);
+  });
+});

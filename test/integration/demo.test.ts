@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+const run = promisify(execFile);
+
+describe('notify-gateway demo, as a new user runs it', () => {
+  let proc: ChildProcess;
+  let out = '';
+  before(async () => {
+    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
+    // Port 0: the demo prints the ports it got, so the test never collides with a running demo.
+    proc = spawn(process.execPath, [CLI, 'demo'], {
+      env: { ...process.env, PORT: '0', ADMIN_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const deadline = Date.now() + 15_000;
+    while (!out.includes('Press Ctrl+C')) {
+      if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`demo did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+  after(async () => {
+    if (!proc || proc.exitCode !== null) return;
+    proc.kill('SIGINT');
+    await new Promise((r) => proc.once('exit', r));
+  });
+
+  test('every printed curl command gives the status its comment promises', async () => {
+    const lines = out.split('\n');
+    const checks: { expect: string; cmd: string }[] = [];
+    lines.forEach((l, i) => {
+      const m = /^# (\d{3}):/.exec(l);
+      if (m) checks.push({ expect: m[1]!, cmd: lines[i + 1]! });
+    });
+    assert.deepEqual(
+      checks.map((c) => c.expect),
+      ['201', '200', '401', '401', '401', '403', '429'],
+    );
+    for (const { expect, cmd } of checks) {
+      const { stdout } = await run('bash', ['-c', cmd], { timeout: 10_000 });
+      if (cmd.startsWith('for ')) {
+        assert.deepEqual(stdout.trim().split('\n'), ['200', '200', '200', '429', '429'], cmd);
+      } else {
+        assert.match(stdout, new RegExp(`^HTTP/1\\.1 ${expect} `), cmd);
+        assert.match(stdout, /\r\n\r\n\{"/, 'a JSON body');
+      }
+    }
+    // The OTP answer carries the company the gateway vouched for and a spec timestamp.
+    const otp = await run('bash', ['-c', checks[0]!.cmd.replace('curl -si', 'curl -s')]);
+    const body = JSON.parse(otp.stdout) as Record<string, string>;
+    assert.equal(body.company_id, 'acme');
+    assert.match(body.created_at!, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    // The last printed command lists keys without the key or its hash.
+    const listCmd = lines.find((l) => l.includes('/admin/v1/companies/acme/keys'))!;
+    const list = await run('bash', ['-c', listCmd]);
+    const keys = JSON.parse(list.stdout) as { prefix: string; exposedAt: string | null }[];
+    assert.equal(keys.length, 1);
+    const acmeKey = /acme\s+(nk_test_\w+)/.exec(out)![1]!;
+    assert.ok(!list.stdout.includes(acmeKey));
+    assert.ok(keys[0]!.exposedAt, 'the key sent in the URL was flagged as exposed');
+  });
+
+  test('the demo validates OTP requests with clear 400s', async () => {
+    const base = /gateway\s+(http:\S+)/.exec(out)![1]!;
+    const key = /acme\s+(nk_test_\w+)/.exec(out)![1]!;
+    const post = (body: string) =>
+      fetch(`${base}/otps`, {
+        method: 'POST',
+        headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
+        body,
+      });
+    const cases: [string, string][] = [
+      ['{}', 'identifier is required and must be a non-empty string'],
+      ['{"identifier":"a@b.co"}', 'identifier_type is required'],
+      ['{"identifier":"a@b.co","identifier_type":"sms"}', 'identifier_type must be "email"'],
+      [
+        '{"identifier":"nope","identifier_type":"email"}',
+        'identifier must be an e-mail address when identifier_type is "email"',
+      ],
+      ['{bad json', 'Body is not valid JSON'],
+    ];
+    for (const [body, details] of cases) {
+      const r = await post(body);
+      assert.equal(r.status, 400, body);
+      assert.deepEqual(await r.json(), { error: 'Bad Request', details });
+    }
+  });
+});
