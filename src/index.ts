@@ -11,3 +11,9 @@ export { MemoryKeyStore } from './store/memory-store.js';
 export { FileKeyStore } from './store/file-store.js';
 export { RedisKeyStore } from './store/redis-store.js';
 export { createExampleBackend } from './demo/backend.js';
+export {
+  signGatewayRequest,
+  verifyGatewaySignature,
+  gatewaySignatureMiddleware,
+  type SignatureCheck,
+} from './signing.js';

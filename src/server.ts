@@ -245,6 +245,9 @@ function createGatewayServer(
     headersTimeout: s.headersTimeoutMs,
     requestTimeout: s.requestTimeoutMs,
     keepAliveTimeout: s.keepAliveTimeoutMs,
+    // Node checks header/request timeouts on this interval (default 30 s): without it a slowloris
+    // client could hold a socket for up to 30 s past headersTimeoutMs.
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(s.headersTimeoutMs / 4))),
     // Never the lenient parser: smuggling shapes (CL+TE, bare LF...) must be refused by Node.
     insecureHTTPParser: false,
     requireHostHeader: true,
@@ -268,7 +271,8 @@ function createGatewayServer(
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'HPE_HEADERS_TIMEOUT'
           ? 'REQUEST_TIMEOUT'
           : 'BAD_REQUEST';
-    socket.end(rawErrorResponse(code));
+    // Write, then destroy: a half-closed socket could stay open while a slow client keeps sending.
+    socket.end(rawErrorResponse(code), () => socket.destroy());
   });
   return server;
 }

@@ -13,6 +13,7 @@ import type { Logger } from '../observability/logger.js';
 import { createRouteProxy } from '../proxy/route-proxy.js';
 import { createRouteMatcher, isSafeRequestPath } from '../proxy/routes.js';
 import { createHeaderScrubber } from '../proxy/trusted-headers.js';
+import { signGatewayRequest } from '../signing.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
 import type { RequestState } from './state.js';
 import './state.js';
@@ -29,8 +30,6 @@ export interface AppDeps {
   ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>;
   /** A URL carried something key-like; called after the 401 is sent (exposed-key handling). */
   onKeyInUrl?: (candidates: string[], req: IncomingMessage) => void;
-  /** Extra work before forwarding (e.g. signing); runs after the trusted headers are set. */
-  onForward?: (req: IncomingMessage) => void;
 }
 
 interface RouteRuntime extends Route {
@@ -68,7 +67,12 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   }));
   const matchRoute = createRouteMatcher(routes);
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
-  const scrubHeaders = createHeaderScrubber(h);
+  const signing =
+    config.signing.enabled && config.signing.secret
+      ? { secret: config.signing.secret, header: config.signing.header }
+      : null;
+  // A client-sent signature header is as untrusted as a client-sent company id.
+  const scrubHeaders = createHeaderScrubber(h, [config.signing.header]);
   const trust = config.server.trustedProxies.length ? proxyAddr.compile(config.server.trustedProxies) : null;
 
   /** Answers with a registry error and records it for the access log. */
@@ -250,7 +254,14 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     headers['x-forwarded-for'] = forwardedFor;
     headers['x-forwarded-proto'] = proto;
     if (host) headers['x-forwarded-host'] = host;
-    deps.onForward?.(req);
+    if (signing) {
+      headers[signing.header] = signGatewayRequest(signing.secret, {
+        method: req.method,
+        target: req.url,
+        companyId: st.company!.id,
+        keyId: st.key!.id,
+      });
+    }
     // The client waited for our go: only now, authenticated and within limits, may it send the body.
     if (expectContinue) res.writeContinue();
     void route.proxy(req, res, next);

@@ -58,6 +58,11 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
           });
         });
         proxyReq.once('close', () => clearTimeout(timer));
+        // The client went away before the answer was complete: stop the upstream request too
+        // (http-proxy only reacts to 'aborted', which Node no longer emits once a request body is read).
+        res.once('close', () => {
+          if (!res.writableFinished) proxyReq.destroy();
+        });
         if (opts.bodyLimitBytes > 0 && req.headers['content-length'] === undefined) {
           limitStreamedBody(req, res, proxyReq, opts.bodyLimitBytes);
         }

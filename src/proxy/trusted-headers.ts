@@ -30,7 +30,10 @@ export interface TrustedHeaderNames {
  * into one entry), the `X-Forwarded-*` family, hop-by-hop headers and any header named in
  * `Connection` (an attacker could otherwise make a next hop drop the gateway's own headers).
  */
-export function createHeaderScrubber(names: TrustedHeaderNames): (headers: IncomingHttpHeaders) => void {
+export function createHeaderScrubber(
+  names: TrustedHeaderNames,
+  extra: readonly string[] = [],
+): (headers: IncomingHttpHeaders) => void {
   const protectedNames = new Set(
     [
       names.companyId,
@@ -43,6 +46,7 @@ export function createHeaderScrubber(names: TrustedHeaderNames): (headers: Incom
       'x-forwarded-host',
       'forwarded',
       'x-real-ip',
+      ...extra,
     ].map(normaliseHeaderName),
   );
   return function scrubHeaders(headers: IncomingHttpHeaders): void {
