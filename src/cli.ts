@@ -4,12 +4,15 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
-import { hashApiKey } from './auth/api-key.js';
+import { randomBytes } from 'node:crypto';
+import { displayPrefixOf, ENVIRONMENT_PATTERN, generateApiKey, hashApiKey } from './auth/api-key.js';
+import { isoSeconds } from './store/types.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
+import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
 
@@ -80,6 +83,7 @@ function runPrimary(workers: number, config: Readonly<GatewayConfig>): void {
   // Workers share the listening sockets (node:cluster); state is shared through Redis. The admin
   // API runs in every worker on the same port too, which is fine: it is stateless over the store.
   logger.info({ workers }, 'starting workers');
+  serveClusterMetrics();
   let stopping = false;
   for (let i = 0; i < workers; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
@@ -373,6 +377,36 @@ keys
       !!o.json,
     ),
   );
+keys
+  .command('generate')
+  .description(
+    'make a new key offline for the file store: prints the key once, its hash and a keys.yaml entry',
+  )
+  .option('--environment <env>', 'key environment (live, test, ...)', 'live')
+  .option('--id <keyId>', 'key id for the keys.yaml entry')
+  .option('--label <label>')
+  .option('--json')
+  .action((o: { environment: string; id?: string; label?: string; json?: boolean }) => {
+    if (!ENVIRONMENT_PATTERN.test(o.environment))
+      fatal('--environment must be 2-16 lowercase letters or digits', EXIT_USAGE);
+    const key = generateApiKey(o.environment);
+    const entry = {
+      id: o.id ?? `key_${randomBytes(9).toString('base64url')}`,
+      hash: hashApiKey(key),
+      prefix: displayPrefixOf(key),
+      environment: o.environment,
+      ...(o.label ? { label: o.label } : {}),
+      createdAt: isoSeconds(),
+    };
+    if (o.json) return void process.stdout.write(JSON.stringify({ key, ...entry }, null, 2) + '\n');
+    const yaml = Object.entries(entry)
+      .map(([k, v], i) => `${i === 0 ? '      - ' : '        '}${k}: ${v}`)
+      .join('\n');
+    process.stdout.write(
+      `${key}\n\nHand this key to the company now: it is not stored anywhere and not shown again.\n` +
+        `Add this entry under the company's keys: in the key file:\n\n${yaml}\n`,
+    );
+  });
 keys
   .command('hash')
   .description('read a key on stdin, print its SHA-256 record hash (for the file store)')

@@ -13,6 +13,7 @@ import { KeyVerifier } from './auth/verify.js';
 import { rawErrorResponse } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
+import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
@@ -189,7 +190,7 @@ export async function startGateway(
     const adminApp = createAdminApp({
       service,
       token: config.admin.token ?? null,
-      registry: metrics.registry,
+      readMetrics: createMetricsReader(metrics.registry),
       logger,
     });
     adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);

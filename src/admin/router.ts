@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
-import type { Registry } from 'prom-client';
+import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { AdminResult, AdminService } from './service.js';
 
@@ -9,7 +9,8 @@ export interface AdminAppDeps {
   service: AdminService;
   /** Bearer token; `null` only when bound to loopback (server.ts enforces it). */
   token: string | null;
-  registry: Registry;
+  /** Prometheus text for `/metrics` (this process, or all workers under `--workers`). */
+  readMetrics: MetricsReader;
   logger: Logger;
 }
 
@@ -50,8 +51,9 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   app.use(express.json({ limit: '64kb', strict: true, type: () => true }));
 
   app.get('/metrics', async (_req, res) => {
-    res.setHeader('Content-Type', deps.registry.contentType);
-    res.end(await deps.registry.metrics());
+    const m = await deps.readMetrics();
+    res.setHeader('Content-Type', m.contentType);
+    res.end(m.text);
   });
 
   const r = express.Router();

@@ -17,6 +17,7 @@ export type LoadResult =
 export const ENV_OVERRIDES = {
   PORT: 'server.port',
   ADMIN_PORT: 'admin.port',
+  ADMIN_HOST: 'admin.host',
   ADMIN_TOKEN: 'admin.token',
   REDIS_URL: 'store.redis.url',
   UPSTREAM_URL: 'routes[/notify/v1].target',
@@ -114,6 +115,7 @@ function applyEnv(
   };
   set('PORT', 'server.port');
   set('ADMIN_PORT', 'admin.port');
+  set('ADMIN_HOST', 'admin.host');
   set('ADMIN_TOKEN', 'admin.token');
   set('UPSTREAM_TIMEOUT_MS', 'upstream.timeoutMs');
   set('BODY_LIMIT_BYTES', 'server.bodyLimitBytes');

@@ -112,7 +112,11 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       metrics.duration.observe({ route: state.route }, seconds);
       if (!config.log.accessLog) return;
       const path = pathOf(req.url ?? '');
-      logger.info(
+      // Probes hit every pod every few seconds: keep them out of the info-level access log.
+      const log =
+        state.route === '-' && (path === '/healthz' || path === '/readyz') ? logger.debug : logger.info;
+      log.call(
+        logger,
         {
           requestId: id,
           method: req.method,

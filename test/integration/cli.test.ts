@@ -131,6 +131,29 @@ describe('CLI', () => {
     assert.equal(empty.code, 2);
   });
 
+  test('keys generate: a key for the file store, its entry, and the file store accepts it', async () => {
+    const r = await cli(['keys', 'generate', '--id', 'acme-backup', '--label', 'backup', '--json'], {});
+    assert.equal(r.code, 0, r.stderr);
+    const g = JSON.parse(r.stdout) as { key: string; id: string; hash: string; prefix: string };
+    assert.match(g.key, /^nk_live_[0-9A-Za-z]{38}$/);
+    assert.equal(g.hash, hashApiKey(g.key));
+    assert.equal(g.id, 'acme-backup');
+    const human = await cli(['keys', 'generate', '--environment', 'test'], {});
+    assert.equal(human.code, 0);
+    const key = human.stdout.split('\n')[0]!;
+    assert.match(key, /^nk_test_/);
+    assert.ok(human.stdout.includes(`hash: ${hashApiKey(key)}`));
+    // The printed entry, pasted under a company, is a valid key file.
+    const entry = human.stdout.slice(human.stdout.indexOf('      - id:'));
+    const dir = mkdtempSync(join(tmpdir(), 'ng-gen-'));
+    writeFileSync(join(dir, 'keys.yaml'), `companies:\n  - id: acme\n    tier: free\n    keys:\n${entry}`);
+    writeFileSync(join(dir, 'gateway.yaml'), 'store: { type: file, file: { path: keys.yaml } }\n');
+    const check = await cli(['keys', 'list', 'acme', '--json', '--config', join(dir, 'gateway.yaml')], {});
+    assert.equal(check.code, 0, check.stderr);
+    assert.equal((JSON.parse(check.stdout) as { prefix: string }[])[0]!.prefix, key.slice(0, 14));
+    assert.equal((await cli(['keys', 'generate', '--environment', 'BAD'], {})).code, 2);
+  });
+
   test('management commands refuse the file store writes and an unreachable Redis, clearly', async () => {
     const ro = await cli(['companies', 'create', 'x'], {});
     assert.equal(ro.code, 1);

@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
+import { startTestGateway } from '../helpers/gateway.js';
+import { eventually, send } from '../helpers/http.js';
+import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+const CLI = join(import.meta.dirname, '../../dist/cli.js');
+const TOKEN = 'ops-admin-token-0123456789abcdef';
+
+function tmp(): string {
+  return mkdtempSync(join(tmpdir(), 'ng-ops-'));
+}
+
+/** Spawns `notify-gateway serve` as users run it; resolves once /healthz answers. */
+async function serve(
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+): Promise<{ proc: ChildProcess; output: () => string }> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
+  const proc = spawn(process.execPath, [CLI, 'serve', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  await eventually(
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}:\n${out}`);
+      return (await send(port, '/healthz').catch(() => ({ status: 0 }))).status === 200;
+    },
+    15_000,
+    100,
+  );
+  return { proc, output: () => out };
+}
+
+function exited(proc: ChildProcess): Promise<number | null> {
+  if (proc.exitCode !== null) return Promise.resolve(proc.exitCode);
+  return new Promise((r) => proc.once('exit', (code) => r(code)));
+}
+
+describe('operations', () => {
+  let upstream: RecordingUpstream;
+  let redis: TestRedis;
+  before(async () => {
+    upstream = await startUpstream();
+    redis = await startRedis();
+  });
+  after(async () => {
+    await upstream?.close();
+    await redis?.stop();
+  });
+
+  test('SIGTERM drains: the in-flight request completes, new connections are refused, exit 0', async () => {
+    const slow = await startUpstream();
+    slow.handle((_req, res) => setTimeout(() => res.end('{"slow":true}'), 800));
+    const dir = tmp();
+    const key = generateApiKey('live');
+    writeFileSync(
+      join(dir, 'keys.yaml'),
+      `companies:\n  - id: acme\n    tier: free\n    keys:\n      - id: k1\n        hash: ${hashApiKey(key)}\n`,
+    );
+    const port = await freePort();
+    writeFileSync(
+      join(dir, 'gateway.yaml'),
+      `server: { port: ${port}, host: 127.0.0.1, shutdownTimeoutMs: 5000 }\nadmin: { enabled: false }\nroutes: [{ prefix: /notify/v1, target: '${slow.url}' }]\n`,
+    );
+    const { proc, output } = await serve(['--config', join(dir, 'gateway.yaml')], {}, port);
+    try {
+      const inflight = send(port, '/notify/v1/x', { headers: { 'X-API-Key': key } });
+      await eventually(async () => slow.received.length === 1, 2000);
+      proc.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 150));
+      await assert.rejects(
+        send(port, '/healthz'),
+        /ECONNREFUSED|ECONNRESET|socket hang up/,
+        'no new connections while draining',
+      );
+      const r = await inflight;
+      assert.equal(r.status, 200);
+      assert.equal(r.body, '{"slow":true}');
+      assert.equal(await exited(proc), 0);
+      assert.match(output(), /"msg":"shutting down"/);
+      assert.match(output(), /"msg":"gateway stopped"/);
+    } finally {
+      proc.kill('SIGKILL');
+      await slow.close();
+    }
+  });
+
+  test('serve --workers 2 on Redis: both workers answer, limits stay exact, /metrics sums the workers', async () => {
+    const port = await freePort();
+    const adminPort = await freePort();
+    const env = {
+      REDIS_URL: redis.url,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_TOKEN: TOKEN,
+      UPSTREAM_URL: upstream.url,
+      LOG_LEVEL: 'warn',
+    };
+    execFileSync(process.execPath, [CLI, 'companies', 'create', 'wk', '--tier', 'free'], {
+      env: { ...process.env, ...env },
+    });
+    const k = JSON.parse(
+      execFileSync(process.execPath, [CLI, 'keys', 'create', 'wk', '--json'], {
+        env: { ...process.env, ...env },
+      }).toString(),
+    ) as { key: string };
+    const { proc } = await serve(['--workers', '2'], env, port);
+    try {
+      upstream.received.length = 0;
+      const all = await Promise.all(
+        Array.from({ length: 70 }, () => send(port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } })),
+      );
+      assert.equal(
+        all.filter((r) => r.status === 200).length,
+        60,
+        'free tier: 60 a minute across both workers',
+      );
+      assert.equal(all.filter((r) => r.status === 429).length, 10);
+      assert.equal(upstream.received.length, 60);
+      const m = await (
+        await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
+          headers: { Authorization: `Bearer ${TOKEN}` },
+        })
+      ).text();
+      const total = [
+        ...m.matchAll(/^gateway_requests_total\{route="\/notify\/v1",status="(\d+)"\} (\d+)/gm),
+      ].reduce((s, x) => s + Number(x[2]), 0);
+      assert.equal(total, 70, 'the scrape counts the requests of every worker');
+      assert.match(m, /gateway_process_cpu_seconds_total/);
+      proc.kill('SIGTERM');
+      assert.equal(await exited(proc), 0);
+    } finally {
+      proc.kill('SIGKILL');
+    }
+  });
+
+  test('TLS listener, and requireHttps honouring X-Forwarded-Proto only from trusted proxies', async () => {
+    const dir = tmp();
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
+    const t = await startTestGateway({
+      server: { tls: { certFile: join(dir, 'cert.pem'), keyFile: join(dir, 'key.pem') }, requireHttps: true },
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      log: { level: 'warn' },
+    });
+    try {
+      assert.ok((await t.gw.service.createCompany({ id: 'tls', tier: 'free' })).ok);
+      const k = await t.gw.service.createKey('tls', {});
+      assert.ok(k.ok);
+      upstream.received.length = 0;
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port: t.port,
+            path: '/notify/v1/x',
+            headers: { 'X-API-Key': k.value.key },
+            rejectUnauthorized: false,
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(status, 200);
+      assert.equal(upstream.received[0]?.headers['x-forwarded-proto'], 'https');
+    } finally {
+      await t.close();
+    }
+
+    const behind = await startTestGateway({
+      server: { requireHttps: true, trustedProxies: ['127.0.0.1'] },
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      log: { level: 'warn' },
+    });
+    const direct = await startTestGateway({
+      server: { requireHttps: true, trustedProxies: ['10.0.0.0/8'] },
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      log: { level: 'warn' },
+    });
+    try {
+      for (const gw of [behind, direct])
+        assert.ok((await gw.gw.service.createCompany({ id: 'p', tier: 'free' })).ok);
+      const kb = await behind.gw.service.createKey('p', {});
+      const kd = await direct.gw.service.createKey('p', {});
+      assert.ok(kb.ok && kd.ok);
+      const plain = await send(behind.port, '/notify/v1/x', { headers: { 'X-API-Key': kb.value.key } });
+      assert.equal(plain.status, 403);
+      assert.deepEqual(plain.json, { error: 'Forbidden', details: 'HTTPS is required' });
+      upstream.received.length = 0;
+      const viaProxy = await send(behind.port, '/notify/v1/x', {
+        headers: {
+          'X-API-Key': kb.value.key,
+          'X-Forwarded-Proto': 'https',
+          'X-Forwarded-For': '203.0.113.7',
+        },
+      });
+      assert.equal(viaProxy.status, 200);
+      assert.equal(upstream.received[0]?.headers['x-forwarded-proto'], 'https');
+      assert.equal(
+        upstream.received[0]?.headers['x-forwarded-for'],
+        '203.0.113.7, 127.0.0.1',
+        'the chain from a trusted proxy is kept',
+      );
+      // The same header from a peer that is not a trusted proxy is not believed.
+      const spoofed = await send(direct.port, '/notify/v1/x', {
+        headers: { 'X-API-Key': kd.value.key, 'X-Forwarded-Proto': 'https' },
+      });
+      assert.equal(spoofed.status, 403);
+    } finally {
+      await behind.close();
+      await direct.close();
+    }
+  });
+
+  test('readiness follows Redis; liveness does not', async () => {
+    const r = await startRedis();
+    const t = await startTestGateway({
+      store: { type: 'redis', redis: { url: r.url, commandTimeoutMs: 200 } },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      log: { level: 'silent' },
+    });
+    try {
+      assert.equal((await send(t.port, '/readyz')).status, 200);
+      await r.kill();
+      const ready = await send(t.port, '/readyz');
+      assert.equal(ready.status, 503);
+      assert.equal((ready.json as { status: string }).status, 'not ready');
+      assert.equal((await send(t.port, '/healthz')).status, 200);
+      await r.restart();
+      await eventually(async () => (await send(t.port, '/readyz')).status === 200, 5000, 100);
+    } finally {
+      await t.close();
+      await r.stop();
+    }
+  });
+});
