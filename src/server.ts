@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { LRUCache } from 'lru-cache';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -149,6 +150,7 @@ export async function startGateway(
     onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
   });
 
+  const expiredSeen = new LRUCache<string, true>({ max: 10_000 });
   const app = createApp({
     config,
     verifier,
@@ -168,6 +170,20 @@ export async function startGateway(
       }
       checks.rateLimiter = redis ? (redis.status === 'ready' ? 'ok' : `redis ${redis.status}`) : 'ok';
       return { ok: Object.values(checks).every((v) => v === 'ok'), checks };
+    },
+    onKeyExpired: (key) => {
+      // One audit entry per key and instance: expiry has no writer to record it, so the first
+      // gateway that refuses the key does.
+      if (expiredSeen.has(key.id)) return;
+      expiredSeen.set(key.id, true);
+      void service.audit({
+        event: 'key.expired',
+        companyId: key.companyId,
+        keyId: key.id,
+        keyPrefix: key.prefix,
+        actor: 'gateway',
+        details: { expiresAt: key.expiresAt },
+      });
     },
     onKeyInUrl: (candidates) => {
       void (async () => {

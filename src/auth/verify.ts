@@ -29,6 +29,8 @@ export type Verification =
       ok: false;
       code: 'MISSING_KEY' | 'INVALID_KEY' | 'COMPANY_INACTIVE' | 'API_ACCESS_DISABLED';
       reason: DenyReason;
+      /** The record, when one was found (revoked or expired): for the audit trail, never shown. */
+      key?: KeyRecord;
     };
 
 export type CacheOutcome = 'hit' | 'miss' | 'stale';
@@ -119,7 +121,7 @@ export class KeyVerifier {
     const now = this.now();
     if (!isKeyActive(key, now)) {
       const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
-      return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired' };
+      return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired', key };
     }
 
     // --- company

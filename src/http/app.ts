@@ -7,6 +7,7 @@ import proxyAddr from 'proxy-addr';
 import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig, Route } from '../config/schema.js';
+import type { KeyRecord } from '../store/types.js';
 import { ERRORS, GatewayError, sendError, type ErrorCode } from '../errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
@@ -30,6 +31,8 @@ export interface AppDeps {
   ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>;
   /** A URL carried something key-like; called after the 401 is sent (exposed-key handling). */
   onKeyInUrl?: (candidates: string[], req: IncomingMessage) => void;
+  /** An expired key was presented (audit: the first time this instance sees it). */
+  onKeyExpired?: (key: KeyRecord) => void;
 }
 
 interface RouteRuntime extends Route {
@@ -205,6 +208,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     if (!result.ok) {
       st.denyReason = result.reason;
       metrics.authFailures.inc({ reason: result.reason });
+      if (result.reason === 'expired' && result.key) deps.onKeyExpired?.(result.key);
       if (result.code === 'MISSING_KEY' || result.code === 'INVALID_KEY')
         await deps.authFailures?.recordFailure(st.clientIp);
       return deny(req, res, result.code);

@@ -169,6 +169,11 @@ describe('gateway on Redis: the request path end to end', () => {
     }
     assert.equal(bodies.size, 1, 'every invalid-key case answers the same bytes');
     assert.equal(upstream.received.length, 0);
+    // Expiry has no writer: the gateway that first refuses the key records it, once.
+    await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': keys['expiring-co']!.key } });
+    const audit = await t.gw.service.readAudit({ companyId: 'expiring-co' });
+    assert.ok(audit.ok);
+    assert.equal(audit.value.filter((e) => e.event === 'key.expired').length, 1);
   });
 
   test('401 key in the URL: any key-like parameter name, encoding or key-shaped value; never forwarded', async () => {
