@@ -1,0 +1,248 @@
+// Child-process bookkeeping for the bench: every process we start is tracked here so that it is
+// killed at the end, on an error, on SIGINT/SIGTERM and on a time-limit overrun. Nothing else is
+// ever signalled: only the pids we spawned.
+import { execFileSync, fork, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const children = new Set();
+let shuttingDown = false;
+let onUnexpectedExit = (child, code, signal) => {
+  process.stderr.write(`bench: ${child.benchName} exited unexpectedly (code ${code}, signal ${signal})\n`);
+};
+
+/** Called when a tracked child dies while the bench still needs it (a crashed target = a broken run). */
+export function setUnexpectedExitHandler(fn) {
+  onUnexpectedExit = fn;
+}
+
+function track(child, name) {
+  child.benchName = name;
+  let stderr = '';
+  // Keep the tail of stderr for error messages; an unread pipe would block a chatty child.
+  child.stderr?.on('data', (d) => {
+    stderr = (stderr + d).slice(-8000);
+  });
+  child.stderrTail = () => stderr.trim();
+  child.expectedExit = false;
+  children.add(child);
+  child.once('exit', (code, signal) => {
+    children.delete(child);
+    child.exitInfo = { code, signal };
+    if (!shuttingDown && !child.expectedExit) onUnexpectedExit(child, code, signal);
+  });
+  return child;
+}
+
+/**
+ * Starts a long-running process. stdout goes to /dev/null by default ('ignore'): the gateways'
+ * access log is written, as in production, but nobody reads it.
+ */
+export function startProcess(name, cmd, args, { env = {}, cwd, stdout = 'ignore' } = {}) {
+  const child = spawn(cmd, args, { cwd, env: childEnv(env), stdio: ['ignore', stdout, 'pipe'] });
+  return track(child, name);
+}
+
+/** Starts a Node script with an IPC channel (the load generator). */
+export function forkProcess(name, script, args = [], { env = {} } = {}) {
+  const child = fork(script, args, { env: childEnv(env), stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
+  return track(child, name);
+}
+
+// Variables that would silently change a gateway's config (src/config/load.ts ENV_OVERRIDES) or a
+// child's runtime are removed: each target gets exactly what the bench sets.
+const SCRUBBED = [
+  'PORT',
+  'ADMIN_PORT',
+  'ADMIN_TOKEN',
+  'REDIS_URL',
+  'UPSTREAM_URL',
+  'UPSTREAM_TIMEOUT_MS',
+  'BODY_LIMIT_BYTES',
+  'LOG_LEVEL',
+  'GATEWAY_CONFIG',
+  'NODE_OPTIONS',
+];
+
+export function childEnv(extra) {
+  const env = { ...process.env };
+  for (const k of SCRUBBED) delete env[k];
+  // Same mode for every target (Express reads it); a production deployment would set it.
+  env.NODE_ENV = 'production';
+  return { ...env, ...extra };
+}
+
+/** Runs a short command to completion (bounded), returning stdout; throws with stderr on failure. */
+export function runOnce(cmd, args, { env = {}, timeoutMs = 20_000 } = {}) {
+  try {
+    return execFileSync(cmd, args, {
+      env: childEnv(env),
+      timeout: timeoutMs,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (err) {
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${err.stderr || err.message}`);
+  }
+}
+
+/** Stops one child: `signal` first, SIGKILL after `graceMs`. Resolves once it has exited. */
+export async function stopProcess(child, signal = 'SIGTERM', graceMs = 3000) {
+  if (!child || child.exitInfo || child.exitCode !== null || child.signalCode !== null) return;
+  child.expectedExit = true;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    process.kill(child.pid, signal);
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Stops every tracked child (newest first: load generator and targets before the upstream/Redis). */
+export async function stopAll() {
+  shuttingDown = true;
+  await Promise.all([...children].reverse().map((c) => stopProcess(c, 'SIGTERM', 2000)));
+}
+
+/** Last resort, synchronous (usable in an 'exit' handler): SIGKILL whatever is still running. */
+export function killAllSync() {
+  shuttingDown = true;
+  for (const c of children) {
+    try {
+      process.kill(c.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/**
+ * Installs the cleanup hooks: SIGINT/SIGTERM stop everything and exit 130/143; an overall time limit
+ * does the same with an error; process exit kills any survivor.
+ */
+export function installCleanup({ timeLimitMs, label = 'bench' }) {
+  process.once('exit', killAllSync);
+  const bail = (why, code) => {
+    process.stderr.write(`\n${label}: ${why}; stopping all child processes\n`);
+    stopAll().finally(() => process.exit(code));
+  };
+  process.once('SIGINT', () => bail('interrupted', 130));
+  process.once('SIGTERM', () => bail('terminated', 143));
+  if (timeLimitMs) {
+    setTimeout(
+      () => bail(`time limit of ${Math.round(timeLimitMs / 1000)} s reached`, 1),
+      timeLimitMs,
+    ).unref();
+  }
+}
+
+const usedPorts = new Set();
+
+/** A free TCP port on 127.0.0.1 (never the same one twice within this run). */
+export async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = createServer();
+      s.unref();
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => {
+        const { port: p } = s.address();
+        s.close(() => resolve(p));
+      });
+    });
+    if (!usedPorts.has(port)) {
+      usedPorts.add(port);
+      return port;
+    }
+  }
+}
+
+/** Resolves once 127.0.0.1:port accepts a connection; rejects if `child` dies or after `timeoutMs`. */
+export async function waitForPort(port, child, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child?.exitInfo) {
+      throw new Error(`${child.benchName} exited before listening on ${port}: ${child.stderrTail()}`);
+    }
+    const ok = await new Promise((resolve) => {
+      const sock = connect(port, '127.0.0.1');
+      sock.once('connect', () => {
+        sock.destroy();
+        resolve(true);
+      });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`${child?.benchName ?? 'process'} did not listen on ${port} within ${timeoutMs} ms`);
+}
+
+let clockTicks = null;
+function ticksPerSecond() {
+  if (clockTicks === null) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/**
+ * CPU time (user + system) so far, in µs: of the whole process (all threads: GC helpers, libuv
+ * pool) from /proc/<pid>/stat, or of one thread with `tid` (the main thread's tid is the pid).
+ */
+export function cpuMicros(pid, tid) {
+  const stat = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces or parentheses: split after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1e6) / ticksPerSecond();
+}
+
+/** Busy CPU time of the whole machine so far (all cores), in µs, from /proc/stat. */
+export function machineBusyMicros() {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+  // cpu user nice system idle iowait irq softirq steal ...: everything but idle and iowait is busy.
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return ((user + nice + system + irq + softirq + steal) * 1e6) / ticksPerSecond();
+}
+
+/** Pids of every process the bench is running now (to tell our CPU use from anybody else's). */
+export function trackedPids() {
+  return [...children].filter((c) => !c.exitInfo).map((c) => c.pid);
+}
+
+/**
+ * Waits (at most `maxWaitMs`) until processes that are not ours use less than `thresholdCores` of
+ * the machine. The bench shares two cores with whatever else runs; a run started in the middle of
+ * someone's test suite measures that suite as much as the target.
+ */
+export async function waitForQuiet({ maxWaitMs, thresholdCores = 0.25, sampleMs = 500 }) {
+  const start = Date.now();
+  for (;;) {
+    const ours = trackedPids();
+    const ours0 = ours.reduce((a, pid) => a + cpuMicros(pid), 0);
+    const busy0 = machineBusyMicros();
+    await sleep(sampleMs);
+    const foreign = machineBusyMicros() - busy0 - (ours.reduce((a, pid) => a + cpuMicros(pid), 0) - ours0);
+    const cores = Math.max(0, foreign / (sampleMs * 1000));
+    const waitedMs = Date.now() - start;
+    if (cores < thresholdCores) return { waitedMs, cores, quiet: true };
+    if (waitedMs + sampleMs > maxWaitMs) return { waitedMs, cores, quiet: false };
+  }
+}

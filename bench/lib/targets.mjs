@@ -1,0 +1,192 @@
+// Starting the upstream and the five targets, each in its own process on its own 127.0.0.1 port.
+// `nodeArgs` lets bench/profile.mjs add --cpu-prof.
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import process from 'node:process';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { freePort, runOnce, startProcess, waitForPort } from './procs.mjs';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SERVERS = fileURLToPath(new URL('../servers/', import.meta.url));
+const CLI = join(ROOT, 'dist/cli.js');
+
+/** The path every request uses: one of the gateway's default routes, as a client would call it. */
+export const REQUEST_PATH = '/notify/v1/otps';
+export const REQUEST_BODY = JSON.stringify({ to: '+15550100', template: 'otp', code: '424242' });
+
+/** Refuses to run without dist/; warns when src/ changed after the last build (stale numbers). */
+export function checkBuild() {
+  if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `npm run build` first');
+  const built = statSync(CLI).mtimeMs;
+  const newest = newestMtime(join(ROOT, 'src'));
+  if (newest > built) {
+    process.stderr.write(
+      'bench: WARNING src/ changed after the last build; the gateway numbers are for the old dist/ ' +
+        '(run `npm run build`)\n',
+    );
+    return false;
+  }
+  return true;
+}
+
+function newestMtime(dir) {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+export async function startUpstream() {
+  const port = await freePort();
+  const child = startProcess('upstream', process.execPath, [join(SERVERS, 'upstream.mjs')], {
+    env: { PORT: String(port) },
+  });
+  await waitForPort(port, child);
+  return { name: 'upstream', child, port, url: `http://127.0.0.1:${port}` };
+}
+
+export async function startExpressHpm(upstream, { keepAlive, nodeArgs = [] }) {
+  const port = await freePort();
+  const name = keepAlive ? 'express-hpm-keepalive' : 'express-hpm-default';
+  const child = startProcess(name, process.execPath, [...nodeArgs, join(SERVERS, 'express-hpm.mjs')], {
+    env: { PORT: String(port), TARGET: upstream.url, KEEPALIVE: keepAlive ? '1' : '0' },
+  });
+  await waitForPort(port, child);
+  return { name, child, port, gateway: false };
+}
+
+export async function startRawProxy(upstream, { nodeArgs = [] } = {}) {
+  const port = await freePort();
+  const child = startProcess(
+    'node-http-raw',
+    process.execPath,
+    [...nodeArgs, join(SERVERS, 'raw-proxy.mjs')],
+    {
+      env: { PORT: String(port), TARGET: upstream.url },
+    },
+  );
+  await waitForPort(port, child);
+  return { name: 'node-http-raw', child, port, gateway: false };
+}
+
+/**
+ * A gateway config: one route to the upstream, one tier whose limit no run can reach (a 429 would
+ * mean the bench measures refusals), admin API off, logging left at its defaults (info + access log).
+ */
+function gatewayConfig({ port, upstream, keyFile }) {
+  return {
+    server: { host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
+    admin: { enabled: false },
+    routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    store: { type: 'file', file: { path: keyFile ?? 'keys.yaml' } },
+    rateLimit: { tiers: [{ name: 'bench', points: 1_000_000_000, duration: 60 }] },
+  };
+}
+
+async function keyTools() {
+  // Through the package entry point, as a user of the library would.
+  const { generateApiKey, hashApiKey } = await import(join(ROOT, 'dist/index.js'));
+  return { generateApiKey, hashApiKey };
+}
+
+/** gateway-file: the file store with one company and one key. */
+export async function startGatewayFile(upstream, tmpDir, { nodeArgs = [], name = 'gateway-file' } = {}) {
+  const { generateApiKey, hashApiKey } = await keyTools();
+  const key = generateApiKey('live');
+  const keyFile = join(tmpDir, 'keys.yaml');
+  writeFileSync(
+    keyFile,
+    stringify({
+      companies: [
+        {
+          id: 'bench',
+          tier: 'bench',
+          keys: [{ id: 'bench-key', hash: hashApiKey(key), prefix: key.slice(0, 14), label: 'bench' }],
+        },
+      ],
+    }),
+  );
+  const port = await freePort();
+  const config = join(tmpDir, 'gateway-file.yaml');
+  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile })));
+  const child = startProcess(
+    name,
+    process.execPath,
+    [...nodeArgs, CLI, 'serve', '--config', config, '--workers', '1'],
+    { cwd: tmpDir },
+  );
+  await waitForPort(port, child);
+  return { name, child, port, key, gateway: true };
+}
+
+/**
+ * gateway-redis: our own redis-server (no persistence), company and key created with the CLI, the
+ * gateway at one worker (`serve` would otherwise fork one per CPU with the Redis store).
+ */
+export async function startGatewayRedis(upstream, tmpDir, { nodeArgs = [] } = {}) {
+  const redisPort = await freePort();
+  const redis = startProcess(
+    'redis-server',
+    'redis-server',
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { cwd: tmpDir },
+  );
+  await waitForPort(redisPort, redis);
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  const port = await freePort();
+  const config = join(tmpDir, 'gateway-redis.yaml');
+  writeFileSync(config, stringify(gatewayConfig({ port, upstream })));
+  const env = { REDIS_URL: redisUrl };
+  runOnce(process.execPath, [CLI, '--config', config, 'companies', 'create', 'bench', '--tier', 'bench'], {
+    env,
+  });
+  const created = JSON.parse(
+    runOnce(process.execPath, [CLI, '--config', config, 'keys', 'create', 'bench', '--json'], { env }),
+  );
+  if (typeof created.key !== 'string') throw new Error('`keys create --json` printed no key');
+  const child = startProcess(
+    'gateway-redis',
+    process.execPath,
+    [...nodeArgs, CLI, 'serve', '--config', config, '--workers', '1'],
+    { env, cwd: tmpDir },
+  );
+  await waitForPort(port, child);
+  return { name: 'gateway-redis', child, port, key: created.key, gateway: true, redis };
+}
+
+/** One request through a target, checked: 2xx, the upstream's body, and for gateways the limiter headers. */
+export async function preflight(target, headers) {
+  const res = await new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: target.port,
+        method: 'POST',
+        path: REQUEST_PATH,
+        headers,
+        agent: false,
+        timeout: 5000,
+      },
+      (r) => {
+        let body = '';
+        r.setEncoding('utf8');
+        r.on('data', (d) => (body += d));
+        r.on('end', () => resolve({ status: r.statusCode, headers: r.headers, body }));
+      },
+    );
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', reject);
+    req.end(REQUEST_BODY);
+  });
+  const problems = [];
+  if (res.status < 200 || res.status > 299) problems.push(`status ${res.status}: ${res.body.slice(0, 200)}`);
+  else if (!res.body.includes('"status":"queued"'))
+    problems.push(`unexpected body ${res.body.slice(0, 200)}`);
+  if (target.gateway && res.headers['ratelimit-limit'] === undefined)
+    problems.push('no RateLimit-Limit header: the request did not go through the gateway pipeline');
+  if (problems.length) throw new Error(`${target.name} preflight failed: ${problems.join('; ')}`);
+}
