@@ -66,6 +66,9 @@ export class RedisKeyStore implements KeyStore {
   private readonly listeners: ((msg: Invalidation) => void)[] = [];
   private readonly channel: string;
   private invalidations: InvalidationSubscriber | null = null;
+  private resubscribes = 0;
+  private draining = false;
+  private closed = false;
   private readonly heartbeatMs: number;
 
   /**
@@ -201,9 +204,19 @@ export class RedisKeyStore implements KeyStore {
   async publish(msg: Invalidation): Promise<void> {
     // Apply locally at once (the writer's own instance must not wait for the round trip), then
     // tell every other instance; our own copy of the message arrives later and is harmless.
-    // On Cluster, PUBLISH goes to one node and the cluster bus carries it to every node.
+    // On Cluster, PUBLISH goes to one random master and the cluster bus carries it to every node;
+    // if that master is down or hung, another one will do, so try up to 3 of them.
     for (const l of this.listeners) l(msg);
-    await this.client.publish(this.channel, JSON.stringify(msg));
+    const text = JSON.stringify(msg);
+    const attempts = this.client instanceof Cluster ? 3 : 1;
+    for (let i = 1; ; i++) {
+      try {
+        await this.client.publish(this.channel, text);
+        return;
+      } catch (err) {
+        if (i >= attempts) throw err;
+      }
+    }
   }
 
   subscribe(listener: (msg: Invalidation) => void): void {
@@ -218,11 +231,7 @@ export class RedisKeyStore implements KeyStore {
       }
       for (const l of this.listeners) l(msg);
     };
-    // Messages published while no subscription was in place are lost: after every
-    // re-subscription (not the first), drop every cached record.
-    const resubscribed = () => {
-      for (const l of this.listeners) l({ kind: 'all' });
-    };
+    const resubscribed = () => void this.invalidateAfterResubscribe();
     this.invalidations =
       this.subscriber instanceof Cluster
         ? new ClusterNodeSubscriber(
@@ -237,11 +246,52 @@ export class RedisKeyStore implements KeyStore {
     this.invalidations.start();
   }
 
+  /**
+   * Messages published while no subscription was in place are lost: after every re-subscription
+   * (not the first), drop every cached record — once the store answers again. After a
+   * failover the subscriber is often back before the data client; clearing the caches then would
+   * turn cached keys into 503s for nothing, since while the store is unreachable cached copies are
+   * served anyway (`cache.staleIfErrorMs`). Re-subscriptions during the wait are covered too.
+   */
+  private async invalidateAfterResubscribe(): Promise<void> {
+    this.resubscribes++;
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      let handled = 0;
+      while (!this.closed && handled < this.resubscribes) {
+        const target = this.resubscribes;
+        try {
+          await this.storeAnswers();
+        } catch {
+          await new Promise((r) => setTimeout(r, 200).unref());
+          continue;
+        }
+        handled = target;
+        if (!this.closed) for (const l of this.listeners) l({ kind: 'all' });
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** Single node / Sentinel: PING. Cluster: PING on every master (any of them may hold a key we need). */
+  private async storeAnswers(): Promise<void> {
+    if (!(this.client instanceof Cluster)) {
+      await this.client.ping();
+      return;
+    }
+    const masters = this.client.nodes('master');
+    if (!masters.length) throw new Error('no master known');
+    await Promise.all(masters.map((m) => m.ping()));
+  }
+
   async ping(): Promise<void> {
     await this.client.ping();
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.invalidations?.stop();
     this.subscriber.disconnect();
     this.client.disconnect();
@@ -326,14 +376,17 @@ class SingleSubscriber implements InvalidationSubscriber {
   }
 
   private subscribe(): void {
-    // Not ready: the next `ready` calls us again.
     this.client.subscribe(this.channel).then(
       () => {
         if (this.stopped) return;
         if (this.subscribedOnce) this.resubscribed();
         this.subscribedOnce = true;
       },
-      () => undefined,
+      () => {
+        // Not ready: the next `ready` calls us again. Ready but refused or timed out: start over,
+        // rather than stay connected and unsubscribed.
+        if (!this.stopped && this.client.status === 'ready') this.client.disconnect(true);
+      },
     );
   }
 
@@ -361,6 +414,7 @@ class ClusterNodeSubscriber implements InvalidationSubscriber {
   private subscribedOnce = false;
   private failures = 0;
   private next = Math.floor(Math.random() * 1000);
+  private lastFailed: string | null = null;
   private stopped = false;
 
   constructor(
@@ -395,7 +449,7 @@ class ClusterNodeSubscriber implements InvalidationSubscriber {
     for (const role of ['slave', 'all'] as const) {
       const seen = new Map<string, Redis>();
       const lists = [this.data instanceof Cluster ? this.data.nodes(role) : [], this.cluster.nodes(role)];
-      for (const list of lists) for (const n of list) seen.set(`${n.options.host}:${n.options.port}`, n);
+      for (const list of lists) for (const n of list) seen.set(nodeKey(n), n);
       if (seen.size) return [...seen.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, n]) => n);
     }
     return [];
@@ -403,7 +457,9 @@ class ClusterNodeSubscriber implements InvalidationSubscriber {
 
   private connect(): void {
     if (this.stopped) return;
-    const nodes = this.candidates();
+    const all = this.candidates();
+    // Not the node that just failed us, unless it is the only one known.
+    const nodes = all.length > 1 ? all.filter((n) => nodeKey(n) !== this.lastFailed) : all;
     if (!nodes.length) return this.later();
     const node = nodes[this.next++ % nodes.length]!;
     // Same address, credentials, TLS and timeouts as the node's data connection; no reconnect of
@@ -425,6 +481,7 @@ class ClusterNodeSubscriber implements InvalidationSubscriber {
     conn.once('end', () => {
       if (this.conn !== conn) return;
       this.conn = null;
+      this.lastFailed = nodeKey(node);
       this.later();
     });
     // Subscribe once connected (a queued SUBSCRIBE would run into commandTimeout on a slow connect).
@@ -458,4 +515,8 @@ class ClusterNodeSubscriber implements InvalidationSubscriber {
       if (this.conn === conn) conn.disconnect();
     });
   }
+}
+
+function nodeKey(n: Redis): string {
+  return `${n.options.host}:${n.options.port}`;
 }
