@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash as cryptoHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -56,7 +56,8 @@ export function generateApiKey(environment: string): string {
 
 /** SHA-256 of the whole key, hex. Keys carry ≥ 190 random bits, so a fast hash is safe here. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // crypto.hash (one-shot, Node >= 20.12) is several times cheaper than createHash for short inputs.
+  return cryptoHash('sha256', key, 'hex');
 }
 
 /** The part of a key that may be shown and stored: `nk_live_AbC123`. */

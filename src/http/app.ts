@@ -69,6 +69,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     }),
   }));
   const matchRoute = createRouteMatcher(routes);
+  const routeByPrefix = new Map(routes.map((r) => [r.prefix, r]));
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
   const signing =
     config.signing.enabled && config.signing.secret
@@ -77,6 +78,21 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // A client-sent signature header is as untrusted as a client-sent company id.
   const scrubHeaders = createHeaderScrubber(h, [config.signing.header]);
   const trust = config.server.trustedProxies.length ? proxyAddr.compile(config.server.trustedProxies) : null;
+
+  // Label children resolved once per label set: prom-client hashes the label object on every call otherwise.
+  const counters = new Map<string, ReturnType<typeof metrics.requests.labels>>();
+  const requestCounter = (route: string, status: number) => {
+    const k = `${route} ${status}`;
+    let c = counters.get(k);
+    if (!c) counters.set(k, (c = metrics.requests.labels(route, String(status))));
+    return c;
+  };
+  const histograms = new Map<string, ReturnType<typeof metrics.duration.labels>>();
+  const durationHistogram = (route: string) => {
+    let hst = histograms.get(route);
+    if (!hst) histograms.set(route, (hst = metrics.duration.labels(route)));
+    return hst;
+  };
 
   /** Answers with a registry error and records it for the access log. */
   function deny(req: IncomingMessage, res: ServerResponse, code: ErrorCode): void {
@@ -111,8 +127,8 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       metrics.inflight.dec();
       const seconds = Number(process.hrtime.bigint() - state.start) / 1e9;
       const status = res.writableFinished ? res.statusCode : 0;
-      metrics.requests.inc({ route: state.route, status: String(status) });
-      metrics.duration.observe({ route: state.route }, seconds);
+      requestCounter(state.route, status).inc();
+      durationHistogram(state.route).observe(seconds);
       if (!config.log.accessLog) return;
       const path = pathOf(req.url ?? '');
       // Probes hit every pod every few seconds: keep them out of the info-level access log.
@@ -142,20 +158,27 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     next();
   };
 
-  // ---- 2. security headers (and no X-Powered-By, disabled below)
-  const securityHeaders = helmet({
-    contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-  });
+  // ---- 2. security headers: helmet's policy, computed once (its headers do not depend on the
+  // request), then set on every response; X-Powered-By is disabled below.
+  const helmetHeaders = captureHeaders(
+    helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }),
+  );
+  const securityHeaders: RequestHandler = function securityHeaders(_req, res, next) {
+    for (const [name, value] of helmetHeaders) res.setHeader(name, value);
+    next();
+  };
 
   // ---- 3. the gateway's own endpoints, no key needed
-  const ownEndpoints = express.Router();
-  ownEndpoints.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  ownEndpoints.get('/readyz', async (_req, res) => {
+  const ownEndpoints: RequestHandler = async function ownEndpoints(req, res, next) {
+    const url = req.url;
+    if (url.charCodeAt(1) !== 104 && url.charCodeAt(1) !== 114) return next(); // fast path: not /h… or /r…
+    const path = pathOf(url);
+    if (path !== '/healthz' && path !== '/readyz') return next();
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    if (path === '/healthz') return void res.json({ status: 'ok' });
     const r = await deps.ready();
     res.status(r.ok ? 200 : 503).json({ status: r.ok ? 'ready' : 'not ready', checks: r.checks });
-  });
+  };
 
   // ---- 4. transport rules: a routable path, HTTPS when required, no browser callers when refused
   const transportGuard: RequestHandler = function transportGuard(req, res, next) {
@@ -245,7 +268,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // ---- 10. forward: scrub client headers, set the trusted ones, stream to the upstream
   const forward: RequestHandler = function forward(req, res, next) {
     const st = req.gw;
-    const route = routes.find((r) => r.prefix === st.route)!;
+    const route = routeByPrefix.get(st.route)!;
     const peer = req.socket.remoteAddress ?? '';
     const xff = req.headers['x-forwarded-for'];
     // Client-sent X-Forwarded-* are believed only from a trusted proxy; otherwise they are replaced.
@@ -253,8 +276,8 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const proto = isHttps(req) ? 'https' : 'http';
     const host = (st.peerTrusted && firstValue(req.headers['x-forwarded-host'])) || req.headers.host || '';
     const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
-    scrubHeaders(req.headers);
-    const headers = req.headers;
+    const headers = scrubHeaders(req.headers);
+    req.headers = headers; // http-proxy builds the upstream request from req.headers
     headers[h.companyId] = st.company!.id;
     headers[h.keyId] = st.key!.id;
     headers[h.companyTier] = st.company!.tier;
@@ -309,16 +332,22 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(requestContext);
-  app.use(securityHeaders);
-  app.use(ownEndpoints);
-  app.use(transportGuard);
-  app.use(routeMatch);
-  app.use(urlKeyGuard);
-  app.use(authenticate);
-  app.use(rateLimit);
-  app.use(bodyLimit);
-  app.use(forward);
+  // The request's path through the gateway, top to bottom. One Express layer runs the steps in
+  // order (Express's per-layer routing would otherwise run for each of them).
+  app.use(
+    runInOrder([
+      requestContext,
+      securityHeaders,
+      ownEndpoints,
+      transportGuard,
+      routeMatch,
+      urlKeyGuard,
+      authenticate,
+      rateLimit,
+      bodyLimit,
+      forward,
+    ]),
+  );
   app.use(notFound);
   app.use(errorHandler);
   return Object.assign(app, {
@@ -342,4 +371,40 @@ function firstValue(v: string | string[] | undefined): string | undefined {
 function isBrowserRequest(req: IncomingMessage): boolean {
   const mode = req.headers['sec-fetch-mode'];
   return req.headers.origin !== undefined || (typeof mode === 'string' && mode.toLowerCase() === 'cors');
+}
+
+/**
+ * Runs middleware steps in order with Express semantics: `next()` goes on, `next(err)` and a
+ * rejected promise go to Express's error handling.
+ */
+function runInOrder(steps: RequestHandler[]): RequestHandler {
+  return function gatewayPipeline(req, res, done) {
+    let i = 0;
+    const next = (err?: unknown): void => {
+      if (err !== undefined && err !== null && err !== 'route') return done(err);
+      const step = steps[i++];
+      if (!step) return done();
+      try {
+        const r = step(req, res, next) as unknown;
+        if (r instanceof Promise) r.catch(done);
+      } catch (e) {
+        done(e);
+      }
+    };
+    next();
+  };
+}
+
+/** The headers a (request-independent) middleware such as helmet sets, captured once. */
+function captureHeaders(mw: RequestHandler): [string, string][] {
+  const headers: [string, string][] = [];
+  const res = {
+    setHeader: (name: string, value: string | number | string[]) => void headers.push([name, String(value)]),
+    removeHeader: () => undefined,
+    getHeader: () => undefined,
+  };
+  let called = false;
+  mw({ headers: {}, method: 'GET', url: '/' } as never, res as never, () => (called = true));
+  if (!called) throw new Error('security header middleware did not complete synchronously');
+  return headers;
 }

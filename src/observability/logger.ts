@@ -31,9 +31,24 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
       level: opts.level,
       base: { service: 'notify-gateway' },
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-      timestamp: () => `,"time":"${isoSeconds()}"`,
+      timestamp: secondClock(),
       formatters: { level: (label) => ({ level: label }) },
     },
     opts.destination ?? destination({ sync: false }),
   );
+}
+
+/** pino timestamp function that formats the time once per second, not once per line. */
+function secondClock(): () => string {
+  let second = -1;
+  let text = '';
+  return () => {
+    const now = Date.now();
+    const s = Math.floor(now / 1000);
+    if (s !== second) {
+      second = s;
+      text = `,"time":"${isoSeconds(now)}"`;
+    }
+    return text;
+  };
 }

@@ -4,6 +4,7 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
+import { LRUCache } from 'lru-cache';
 import type { Tier } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../store/redis-connection.js';
@@ -124,18 +125,23 @@ function toDecision(
  */
 export class AuthFailureLimiter {
   private readonly limiter: RateLimiterMemory;
+  /** Addresses with a failure in the current window: every other address skips the limiter. */
+  private readonly failing: LRUCache<string, true>;
   constructor(private readonly opts: { points: number; duration: number }) {
     this.limiter = new RateLimiterMemory({ points: opts.points, duration: opts.duration });
+    this.failing = new LRUCache({ max: 100_000, ttl: opts.duration * 1000 });
   }
 
   /** Seconds to wait when `address` has used its failures, else 0. */
   async blockedFor(address: string): Promise<number> {
+    if (!this.failing.has(address)) return 0;
     const res = await this.limiter.get(address);
     if (!res || res.consumedPoints < this.opts.points) return 0;
     return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
   }
 
   async recordFailure(address: string): Promise<void> {
+    this.failing.set(address, true);
     await this.limiter.penalty(address, 1);
   }
 }

@@ -67,8 +67,10 @@ describe('trusted header scrubbing', () => {
       'content-type': 'application/json',
       'x-other': 'kept',
     };
-    scrub(h);
-    assert.deepEqual(h, {
+    const before = { ...h };
+    const out = scrub(h);
+    assert.deepEqual(h, before, 'the client view is not changed');
+    assert.deepEqual(out, {
       host: 'a',
       'content-length': '3',
       'content-type': 'application/json',
