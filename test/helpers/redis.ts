@@ -32,8 +32,9 @@ export interface TestRedis {
  * controls to kill, pause or restart it. Fails loudly when the binary is missing: tests that need
  * Redis never skip silently.
  */
-export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
-  const port = await freePort();
+export async function startRedis(opts: { port?: number; args?: string[] } = {}): Promise<TestRedis> {
+  const port = opts.port ?? (await freePort());
+  const extraArgs = opts.args ?? [];
   let proc: ChildProcess | null = null;
   const launch = async () => {
     proc = spawn(

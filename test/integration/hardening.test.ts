@@ -451,7 +451,7 @@ describe('failing dependencies', () => {
       assert.equal(r.status, 503);
       assert.ok(Date.now() - s < 1000);
       // Redis comes up on the port the gateway has been trying all along.
-      redis = await startRedisOn(port);
+      redis = await startRedis({ port });
       await eventually(async () => (await send(t.port, '/readyz')).status === 200, 5000, 100);
       const k = await setupCompany(t, 'late');
       assert.equal((await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } })).status, 200);
@@ -549,31 +549,6 @@ describe('failing dependencies', () => {
     }
   });
 });
-
-/** Starts redis-server on a given port (for "Redis comes up later" on the port the gateway already uses). */
-async function startRedisOn(port: number): Promise<TestRedis> {
-  const { spawn } = await import('node:child_process');
-  const { waitForPing } = await import('../helpers/redis.js');
-  const proc = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
-  await waitForPing(port, 5000);
-  const stop = async () => {
-    proc.kill('SIGKILL');
-    if (proc.exitCode === null && proc.signalCode === null) await new Promise((r) => proc.once('exit', r));
-  };
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    kill: stop,
-    stop,
-    pause: () => proc.kill('SIGSTOP'),
-    resume: () => proc.kill('SIGCONT'),
-    restart: stop,
-  };
-}
 
 describe('canary sweep', () => {
   test('no key created in this file appears in any log line, metric or error body', async () => {
