@@ -175,6 +175,60 @@ describe('hostile input', () => {
     }
   });
 
+  test('a slow reader does not make the gateway buffer: backpressure holds the upstream back', async () => {
+    const big = await startUpstream();
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    let written = 0;
+    let stop = false;
+    big.handle((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      // Writes only as fast as the gateway takes it: `written` stalls once buffers are full.
+      const pump = () => {
+        while (!stop && written < 512 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    const t2 = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: big.url }],
+      log: { level: 'silent' },
+    });
+    const client = new Socket();
+    try {
+      const k = await setupCompany(t2, 'slow-reader');
+      client.on('error', () => undefined);
+      await new Promise<void>((r) => client.connect(t2.port, '127.0.0.1', r));
+      client.pause(); // reads nothing
+      client.write(`GET /notify/v1/big HTTP/1.1\r\nHost: x\r\nX-API-Key: ${k.key}\r\n\r\n`);
+      await eventually(async () => written > 0, 2000);
+      await new Promise((r) => setTimeout(r, 1500));
+      const settled = written;
+      const heapBefore = process.memoryUsage().heapUsed;
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.ok(
+        settled < 64 * 1024 * 1024,
+        `${settled} bytes left the upstream for a client that reads nothing`,
+      );
+      assert.ok(
+        written - settled <= 1024 * 1024,
+        `the upstream kept writing: ${written - settled} more bytes in 1 s`,
+      );
+      assert.ok(
+        process.memoryUsage().heapUsed - heapBefore < 16 * 1024 * 1024,
+        'the heap grew while nothing moved',
+      );
+    } finally {
+      stop = true;
+      client.destroy();
+      await t2.close();
+      await big.close();
+    }
+  });
+
   test('trusted headers sent as trailers never reach the upstream', async () => {
     const res = await sendRaw(
       t.port,
