@@ -134,3 +134,15 @@ export function sendError(res: Writable, code: ErrorCode, details?: string): voi
   res.setHeader('Cache-Control', 'no-store');
   res.end(body);
 }
+
+/**
+ * An error's first line with anything that could be a key or a key hash masked, for logging errors
+ * that come from below (Redis, the store): their text is not ours and may quote what failed.
+ */
+export function safeMessage(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return (text.split('\n')[0] ?? '')
+    .replace(/[0-9a-fA-F]{64}/g, '[hash]')
+    .replace(/nk_[a-z0-9]+_[0-9A-Za-z]+/g, '[key]')
+    .slice(0, 300);
+}

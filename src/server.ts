@@ -10,8 +10,9 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createAdminApp } from './admin/router.js';
 import { AdminService } from './admin/service.js';
+import { hashApiKey, parseApiKey } from './auth/api-key.js';
 import { KeyVerifier } from './auth/verify.js';
-import { rawErrorResponse } from './errors.js';
+import { rawErrorResponse, safeMessage } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
@@ -96,7 +97,7 @@ function logRedisErrors(client: RedisClient, logger: Logger, what: string): void
     }
     last = now;
     // Only the message: ioredis errors can carry the failed command and its arguments (key names).
-    logger.warn({ error: err.message.split('\n')[0], suppressed }, `${what} connection error`);
+    logger.warn({ error: safeMessage(err), suppressed }, `${what} connection error`);
     suppressed = 0;
   });
   client.on('ready', () => {
@@ -151,6 +152,7 @@ export async function startGateway(
   });
 
   const expiredSeen = new LRUCache<string, true>({ max: 10_000 });
+  const keyFormat = { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat };
   const app = createApp({
     config,
     verifier,
@@ -186,16 +188,15 @@ export async function startGateway(
       });
     },
     onKeyInUrl: (candidates) => {
+      // One store read for the first candidate that passes the format check, straight from the
+      // store: a cache entry per URL-borne guess would let such requests push real keys out.
+      const candidate = candidates.find((c) => c !== '' && parseApiKey(c, keyFormat).ok);
+      if (candidate === undefined) return;
       void (async () => {
-        for (const c of candidates.slice(0, 4)) {
-          if (!c) continue;
-          const rec = await verifier.findKey(c);
-          if (rec && isKeyActive(rec, Date.now()))
-            await service.markExposed(rec, config.keys.exposedKeys === 'revoke');
-        }
-      })().catch((err: unknown) =>
-        logger.warn({ error: (err as Error).message }, 'exposed-key handling failed'),
-      );
+        const rec = await store.findKeyByHash(hashApiKey(candidate));
+        if (rec && isKeyActive(rec, Date.now()))
+          await service.markExposed(rec, config.keys.exposedKeys === 'revoke');
+      })().catch((err: unknown) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'));
     },
   });
 

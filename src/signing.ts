@@ -6,49 +6,54 @@ export interface SignatureHeaderNames {
   signature?: string;
   companyId?: string;
   keyId?: string;
+  companyTier?: string;
 }
 
-const DEFAULTS = { signature: 'x-gateway-signature', companyId: 'x-company-id', keyId: 'x-api-key-id' };
+const DEFAULTS = {
+  signature: 'x-gateway-signature',
+  companyId: 'x-company-id',
+  keyId: 'x-api-key-id',
+  companyTier: 'x-company-tier',
+};
 
-function payload(
-  method: string,
-  target: string,
-  companyId: string,
-  keyId: string,
-  timestamp: number,
-): string {
+/** What a signature covers. The body is not covered. */
+export interface SignedFields {
+  method: string;
+  /** Path and query exactly as sent to the upstream. */
+  target: string;
+  companyId: string;
+  keyId: string;
+  tier: string;
+}
+
+function payload(r: SignedFields, timestamp: number): string {
   // One field per line: none of them can contain a newline (HTTP forbids it), so fields cannot be shifted.
-  return `v1\n${method.toUpperCase()}\n${target}\n${companyId}\n${keyId}\n${timestamp}`;
+  return `v1\n${r.method.toUpperCase()}\n${r.target}\n${r.companyId}\n${r.keyId}\n${r.tier}\n${timestamp}`;
 }
 
 /**
  * Signs the identity the gateway vouches for: HMAC-SHA256 over method, request target (path and
- * query as forwarded), company id, key id and a Unix timestamp. Returns the header value
- * `t=<unix seconds>,v1=<hex>`.
+ * query as sent to the upstream), company id, key id, tier and a Unix timestamp. Returns the
+ * header value `t=<unix seconds>,v1=<hex>`.
  *
  * @example
- * headers['x-gateway-signature'] = signGatewayRequest(secret, { method: 'POST', target: '/notify/v1/otps', companyId: 'acme', keyId: 'key_1' });
+ * signGatewayRequest(secret, { method: 'POST', target: '/notify/v1/otps', companyId: 'acme', keyId: 'key_1', tier: 'free' });
  */
-export function signGatewayRequest(
-  secret: string,
-  r: { method: string; target: string; companyId: string; keyId: string; timestamp?: number },
-): string {
+export function signGatewayRequest(secret: string, r: SignedFields & { timestamp?: number }): string {
   const t = r.timestamp ?? Math.floor(Date.now() / 1000);
-  const mac = createHmac('sha256', secret)
-    .update(payload(r.method, r.target, r.companyId, r.keyId, t))
-    .digest('hex');
+  const mac = createHmac('sha256', secret).update(payload(r, t)).digest('hex');
   return `t=${t},v1=${mac}`;
 }
 
 export type SignatureCheck =
-  | { ok: true; companyId: string; keyId: string; timestamp: number }
+  | { ok: true; companyId: string; keyId: string; tier: string; timestamp: number }
   | { ok: false; reason: 'missing' | 'malformed' | 'expired' | 'mismatch' };
 
 /**
  * For upstream services: checks that a request came through the gateway. Refuses a missing or
  * malformed signature, one whose timestamp is outside `toleranceSeconds` (default 300) of now
- * (replays outside the window), and any change to method, target, company or key id. Comparison
- * is constant-time.
+ * (replays outside the window), and any change to method, target, company id, key id or tier.
+ * Comparison is constant-time.
  *
  * @example
  * const r = verifyGatewaySignature({ method: req.method, url: req.url, headers: req.headers }, { secret });
@@ -62,21 +67,28 @@ export function verifyGatewaySignature(
   const sig = req.headers[names.signature];
   const companyId = req.headers[names.companyId];
   const keyId = req.headers[names.keyId];
-  if (sig === undefined || companyId === undefined || keyId === undefined)
+  const tier = req.headers[names.companyTier];
+  if (sig === undefined || companyId === undefined || keyId === undefined || tier === undefined) {
     return { ok: false, reason: 'missing' };
-  if (typeof sig !== 'string' || typeof companyId !== 'string' || typeof keyId !== 'string')
+  }
+  if (
+    typeof sig !== 'string' ||
+    typeof companyId !== 'string' ||
+    typeof keyId !== 'string' ||
+    typeof tier !== 'string'
+  ) {
     return { ok: false, reason: 'malformed' };
+  }
   const m = /^t=(\d{1,12}),v1=([0-9a-f]{64})$/.exec(sig);
   if (!m) return { ok: false, reason: 'malformed' };
   const t = Number(m[1]);
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   if (Math.abs(now - t) > (opts.toleranceSeconds ?? 300)) return { ok: false, reason: 'expired' };
   const expected = createHmac('sha256', opts.secret)
-    .update(payload(req.method ?? '', req.url ?? '', companyId, keyId, t))
+    .update(payload({ method: req.method ?? '', target: req.url ?? '', companyId, keyId, tier }, t))
     .digest();
-  const given = Buffer.from(m[2]!, 'hex');
-  if (!timingSafeEqual(expected, given)) return { ok: false, reason: 'mismatch' };
-  return { ok: true, companyId, keyId, timestamp: t };
+  if (!timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'))) return { ok: false, reason: 'mismatch' };
+  return { ok: true, companyId, keyId, tier, timestamp: t };
 }
 
 /**
@@ -111,8 +123,9 @@ export function gatewaySignatureMiddleware(opts: {
 
 function lower(h: SignatureHeaderNames | undefined): Partial<typeof DEFAULTS> {
   const out: Partial<typeof DEFAULTS> = {};
-  if (h?.signature) out.signature = h.signature.toLowerCase();
-  if (h?.companyId) out.companyId = h.companyId.toLowerCase();
-  if (h?.keyId) out.keyId = h.keyId.toLowerCase();
+  for (const k of ['signature', 'companyId', 'keyId', 'companyTier'] as const) {
+    const v = h?.[k];
+    if (v) out[k] = v.toLowerCase();
+  }
   return out;
 }

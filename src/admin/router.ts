@@ -47,8 +47,39 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     }
     next();
   };
+  // Browsers must not be able to drive the admin API: a page could POST a `text/plain` "simple
+  // request" without a preflight, or reach a loopback admin API through DNS rebinding. So no
+  // browser-marked requests, JSON bodies only, and (tokenless, loopback only) loopback Host names.
+  const refuseBrowsers: RequestHandler = function refuseBrowsers(req, res, next) {
+    const site = req.headers['sec-fetch-site'];
+    if (
+      req.headers.origin !== undefined ||
+      (typeof site === 'string' && site !== 'none' && site !== 'same-origin')
+    ) {
+      return void res
+        .status(403)
+        .json({ error: 'Forbidden', details: 'The admin API does not serve browser requests' });
+    }
+    if (deps.token === null && !isLoopbackHost(req.headers.host)) {
+      return void res.status(403).json({
+        error: 'Forbidden',
+        details: 'Without ADMIN_TOKEN the admin API answers loopback host names only',
+      });
+    }
+    const hasBody =
+      req.headers['content-length'] !== undefined
+        ? req.headers['content-length'] !== '0'
+        : req.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+      return void res
+        .status(415)
+        .json({ error: 'Unsupported Media Type', details: 'Content-Type must be application/json' });
+    }
+    next();
+  };
+  app.use(refuseBrowsers);
   app.use(requireToken);
-  app.use(express.json({ limit: '64kb', strict: true, type: () => true }));
+  app.use(express.json({ limit: '64kb', strict: true }));
 
   app.get('/metrics', async (_req, res) => {
     const m = await deps.readMetrics();
@@ -116,4 +147,10 @@ function reply<T>(res: Response, result: AdminResult<T>, okStatus = 200, secret 
   if (secret) res.setHeader('Cache-Control', 'no-store');
   if (result.ok) res.status(okStatus).json(result.value);
   else res.status(result.status).json({ error: result.error, details: result.details });
+}
+
+function isLoopbackHost(host: string | undefined): boolean {
+  if (!host) return false;
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+  return name === 'localhost' || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
 }

@@ -30,20 +30,29 @@ export function createUrlKeyGuard(paramNames: readonly string[]): (url: string) 
     const candidates: string[] = [];
     // Fast path: a plain path with no '%' and no 'nk_' cannot hide a key.
     if (path.includes('nk_') || path.includes('%')) collectKeyShaped(decodeRepeatedly(path), candidates);
-    if (q !== -1) {
-      for (const pair of url.slice(q + 1).split(/[&;]/)) {
-        if (pair === '') continue;
-        const eq = pair.indexOf('=');
-        const rawName = eq === -1 ? pair : pair.slice(0, eq);
-        const value = eq === -1 ? '' : decodeRepeatedly(pair.slice(eq + 1));
-        if (names.has(normaliseParamName(rawName))) candidates.push(value);
-        else collectKeyShaped(value, candidates);
-        // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
-        collectKeyShaped(decodeRepeatedly(rawName), candidates);
-      }
+    // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too.
+    if (path.includes(';') || path.includes('%')) {
+      const decoded = decodeRepeatedly(path);
+      const semi = decoded.indexOf(';');
+      if (semi !== -1) checkPairs(decoded.slice(semi + 1).replace(/\//g, ';'), names, candidates);
     }
+    if (q !== -1) checkPairs(url.slice(q + 1), names, candidates);
     return candidates.length ? { found: true, candidates } : { found: false };
   };
+}
+
+/** Checks `name=value` pairs separated by `&` or `;` (query strings and matrix parameters). */
+function checkPairs(params: string, names: Set<string>, candidates: string[]): void {
+  for (const pair of params.split(/[&;]/)) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    const value = eq === -1 ? '' : decodeRepeatedly(pair.slice(eq + 1));
+    if (names.has(normaliseParamName(rawName))) candidates.push(value);
+    else collectKeyShaped(value, candidates);
+    // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
+    collectKeyShaped(decodeRepeatedly(rawName), candidates);
+  }
 }
 
 function collectKeyShaped(text: string, out: string[]): void {

@@ -135,15 +135,6 @@ export class KeyVerifier {
     return { ok: true, key, company };
   }
 
-  /** Looks a key up by its plaintext without the format check's side effects (exposed-key handling). */
-  async findKey(raw: string): Promise<KeyRecord | null> {
-    const parsed = parseApiKey(raw, {
-      maxLength: this.opts.maxKeyLength,
-      acceptLegacy: this.opts.acceptLegacyFormat,
-    });
-    return parsed.ok ? this.lookupKey(hashApiKey(raw)) : null;
-  }
-
   private lookupKey(hash: string): Promise<KeyRecord | null> {
     return this.lookup(this.keys, this.inflightKeys, hash, 'key', () => this.opts.store.findKeyByHash(hash));
   }
@@ -174,7 +165,8 @@ export class KeyVerifier {
     if (!pending) {
       // One store read per id at a time: concurrent misses share it.
       const gen = this.generation;
-      pending = load().then((value) => {
+      // An async wrapper turns a store that throws synchronously into a rejection (503, stale copy).
+      pending = (async () => load())().then((value) => {
         if (gen === this.generation) cache.set(id, { value, fetchedAt: this.now() });
         return value;
       });

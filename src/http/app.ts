@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
@@ -8,7 +8,7 @@ import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig, Route } from '../config/schema.js';
 import type { KeyRecord } from '../store/types.js';
-import { ERRORS, GatewayError, sendError, type ErrorCode } from '../errors.js';
+import { ERRORS, GatewayError, safeMessage, sendError, type ErrorCode } from '../errors.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { createRouteProxy } from '../proxy/route-proxy.js';
@@ -58,6 +58,10 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     maxSockets: config.upstream.maxSockets,
     keepAliveMsecs: config.upstream.keepAliveMs,
   });
+  const signing =
+    config.signing.enabled && config.signing.secret
+      ? { secret: config.signing.secret, header: config.signing.header }
+      : null;
   const routes: RouteRuntime[] = config.routes.map((r) => ({
     ...r,
     proxy: createRouteProxy({
@@ -66,15 +70,27 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       bodyLimitBytes: config.server.bodyLimitBytes,
       agent: r.target.startsWith('https:') ? httpsAgent : httpAgent,
       onUpstreamResponse: (req, s) => metrics.upstreamDuration.observe({ route: req.gw.route }, s),
+      // Signed here, on the request as it leaves: proxyReq.path is what the upstream receives
+      // (target base path joined, as http-proxy builds it).
+      ...(signing ? { onProxyReq: (proxyReq, req) => signProxyRequest(proxyReq, req) } : {}),
     }),
   }));
   const matchRoute = createRouteMatcher(routes);
   const routeByPrefix = new Map(routes.map((r) => [r.prefix, r]));
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
-  const signing =
-    config.signing.enabled && config.signing.secret
-      ? { secret: config.signing.secret, header: config.signing.header }
-      : null;
+  function signProxyRequest(proxyReq: ClientRequest, req: IncomingMessage): void {
+    const st = req.gw;
+    proxyReq.setHeader(
+      signing!.header,
+      signGatewayRequest(signing!.secret, {
+        method: proxyReq.method,
+        target: proxyReq.path,
+        companyId: st.company!.id,
+        keyId: st.key!.id,
+        tier: st.company!.tier,
+      }),
+    );
+  }
   // A client-sent signature header is as untrusted as a client-sent company id.
   const scrubHeaders = createHeaderScrubber(h, [config.signing.header]);
   const trust = config.server.trustedProxies.length ? proxyAddr.compile(config.server.trustedProxies) : null;
@@ -97,10 +113,12 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   /** Answers with a registry error and records it for the access log. */
   function deny(req: IncomingMessage, res: ServerResponse, code: ErrorCode): void {
     req.gw.error = code;
-    // A refused request's body is never read: close the connection instead of draining it.
+    // A refused request's body is never read: close the connection instead of draining it. A
+    // malformed request closes it too (the client is confused about something).
     if (
-      !req.complete &&
-      (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)
+      code === 'BAD_REQUEST' ||
+      (!req.complete &&
+        (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined))
     ) {
       res.setHeader('Connection', 'close');
     }
@@ -168,6 +186,27 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     next();
   };
 
+  /**
+   * A URL carried a key: never logged, counted as a failed authentication for the address, and a
+   * valid key among the candidates is flagged exposed — whatever the answer to the request is.
+   */
+  function noteKeyInUrl(req: IncomingMessage, candidates: string[]): void {
+    req.gw.keyInUrl = true;
+    metrics.authFailures.inc({ reason: 'key_in_url' });
+    const ip = req.gw.clientIp;
+    void (async () => {
+      // A blocked address gets no more store lookups for exposure checks either.
+      if (deps.authFailures && (await deps.authFailures.blockedFor(ip)) > 0) return;
+      await deps.authFailures?.recordFailure(ip);
+      deps.onKeyInUrl?.(candidates, req);
+    })();
+  }
+  function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {
+    const found = checkUrlForKey(req.url ?? '');
+    if (found.found) noteKeyInUrl(req, found.candidates);
+    return found.found;
+  }
+
   // ---- 3. the gateway's own endpoints, no key needed
   const ownEndpoints: RequestHandler = async function ownEndpoints(req, res, next) {
     const url = req.url;
@@ -175,6 +214,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const path = pathOf(url);
     if (path !== '/healthz' && path !== '/readyz') return next();
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    if (path.length !== url.length) checkAndNoteKeyInUrl(req); // probes need no query; flag a key if one came
     if (path === '/healthz') return void res.json({ status: 'ok' });
     const r = await deps.ready();
     res.status(r.ok ? 200 : 503).json({ status: r.ok ? 'ready' : 'not ready', checks: r.checks });
@@ -185,8 +225,8 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const url = req.url;
     const q = url.indexOf('?');
     if (!isSafeRequestPath(q === -1 ? url : url.slice(0, q))) {
-      // Check the URL for a key first: a refused path must not hide that a key was exposed.
-      if (checkUrlForKey(url).found) req.gw.keyInUrl = true;
+      // A refused path must not hide that a key was exposed.
+      checkAndNoteKeyInUrl(req);
       return deny(req, res, 'BAD_REQUEST');
     }
     if (config.server.requireHttps && !isHttps(req)) return deny(req, res, 'HTTPS_REQUIRED');
@@ -199,7 +239,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const routeMatch: RequestHandler = function routeMatch(req, res, next) {
     const route = matchRoute(pathOf(req.url));
     if (!route) {
-      if (checkUrlForKey(req.url).found) req.gw.keyInUrl = true;
+      checkAndNoteKeyInUrl(req);
       return deny(req, res, 'NOT_FOUND');
     }
     req.gw.route = route.prefix;
@@ -207,13 +247,18 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   };
 
   // ---- 6. a key in the URL is refused, never forwarded
-  const urlKeyGuard: RequestHandler = function urlKeyGuard(req, res, next) {
+  const urlKeyGuard: RequestHandler = async function urlKeyGuard(req, res, next) {
     const found = checkUrlForKey(req.url);
     if (!found.found) return next();
-    req.gw.keyInUrl = true;
-    metrics.authFailures.inc({ reason: 'key_in_url' });
+    // Keys in URLs count against the same per-address budget as bad header keys.
+    const wait = (await deps.authFailures?.blockedFor(req.gw.clientIp)) ?? 0;
+    noteKeyInUrl(req, found.candidates);
+    if (wait > 0) {
+      req.gw.denyReason = 'auth_failures';
+      res.setHeader('Retry-After', String(wait));
+      return deny(req, res, 'AUTH_RATE_LIMITED');
+    }
     deny(req, res, 'KEY_IN_URL');
-    deps.onKeyInUrl?.(found.candidates, req);
   };
 
   // ---- 7. X-API-Key → key record → company; failures are limited per client address
@@ -276,6 +321,8 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const proto = isHttps(req) ? 'https' : 'http';
     const host = (st.peerTrusted && firstValue(req.headers['x-forwarded-host'])) || req.headers.host || '';
     const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
+    const connection = req.headers.connection;
+    if (typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection)) st.clientClose = true;
     const headers = scrubHeaders(req.headers);
     req.headers = headers; // http-proxy builds the upstream request from req.headers
     headers[h.companyId] = st.company!.id;
@@ -285,14 +332,6 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     headers['x-forwarded-for'] = forwardedFor;
     headers['x-forwarded-proto'] = proto;
     if (host) headers['x-forwarded-host'] = host;
-    if (signing) {
-      headers[signing.header] = signGatewayRequest(signing.secret, {
-        method: req.method,
-        target: req.url,
-        companyId: st.company!.id,
-        keyId: st.key!.id,
-      });
-    }
     // The client waited for our go: only now, authenticated and within limits, may it send the body.
     if (expectContinue) res.writeContinue();
     void route.proxy(req, res, next);
@@ -316,12 +355,12 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const code: ErrorCode = known ? err.code : parserStatus ? 'BAD_REQUEST' : 'INTERNAL';
     if (!known)
       logger.error(
-        { err: { message: String(err?.message ?? err), type: err?.name }, requestId: req.gw?.id },
+        { err: { message: safeMessage(err), type: err?.name }, requestId: req.gw?.id },
         'unhandled error',
       );
     else if (ERRORS[code].status >= 500)
       logger.warn(
-        { code, cause: String((err.cause as Error | undefined)?.message ?? ''), requestId: req.gw?.id },
+        { code, cause: err.cause === undefined ? undefined : safeMessage(err.cause), requestId: req.gw?.id },
         err.message,
       );
     if (res.headersSent) return void res.destroy();

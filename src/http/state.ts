@@ -21,6 +21,8 @@ export interface RequestState {
   /** The URL carried a key: the path is redacted in the log line. */
   keyInUrl?: boolean;
   upstreamTimedOut?: boolean;
+  /** The client sent `Connection: close`: its connection is closed after the response. */
+  clientClose?: boolean;
   bodyTooLarge?: boolean;
 }
 

@@ -41,7 +41,9 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
           req.gw.upstreamTimedOut = true;
           proxyReq.destroy(new Error('upstream timeout'));
         }, opts.timeoutMs);
+        let answered = false;
         proxyReq.once('response', (proxyRes: IncomingMessage) => {
+          answered = true;
           clearTimeout(timer);
           opts.onUpstreamResponse?.(req, Number(process.hrtime.bigint() - started) / 1e9);
           // The socket is pooled and reused: the idle listener must come off again, or every
@@ -57,7 +59,18 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
             if (!proxyRes.complete) res.destroy();
           });
         });
-        proxyReq.once('close', () => clearTimeout(timer));
+        proxyReq.once('close', () => {
+          clearTimeout(timer);
+          if (answered) return;
+          // Closed with no response and no error (e.g. the upstream answered 101 Switching
+          // Protocols, which Node drops without an 'upgrade' listener): the client must not wait
+          // forever. Errors are answered by the handler below, which runs before this.
+          setImmediate(() => {
+            if (res.headersSent || res.writableEnded || res.destroyed) return;
+            req.gw.error = 'UPSTREAM_UNREACHABLE';
+            sendError(res, 'UPSTREAM_UNREACHABLE');
+          });
+        });
         // The client went away before the answer was complete: stop the upstream request too
         // (http-proxy only reacts to 'aborted', which Node no longer emits once a request body is read).
         res.once('close', () => {
@@ -67,6 +80,13 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
           limitStreamedBody(req, res, proxyReq, opts.bodyLimitBytes);
         }
         opts.onProxyReq?.(proxyReq, req);
+      },
+      // Runs before http-proxy copies the upstream's headers to the client response.
+      proxyRes(proxyRes, req) {
+        // Connection handling is between the client and the gateway: the upstream's hop-by-hop
+        // headers stay here, and a client that asked to close gets its connection closed.
+        delete proxyRes.headers['keep-alive'];
+        proxyRes.headers.connection = req.gw.clientClose ? 'close' : 'keep-alive';
       },
       error(err, req, res) {
         const r = res as ServerResponse | Socket;

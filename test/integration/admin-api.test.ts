@@ -90,6 +90,28 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     assert.equal((await api('GET', '/admin/v1/companies')).status, 200);
   });
 
+  test('browsers cannot drive the admin API: Origin / cross-site → 403, non-JSON bodies → 415', async () => {
+    const post = (headers: Record<string, string>, body: string) =>
+      fetch(`http://127.0.0.1:${a.adminPort}/admin/v1/companies`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...headers },
+        body,
+      });
+    const simple = await post({ 'Content-Type': 'text/plain' }, '{"id":"csrf-co"}');
+    assert.equal(simple.status, 415);
+    const cross = await post(
+      { 'Content-Type': 'application/json', Origin: 'https://evil.example' },
+      '{"id":"csrf-co"}',
+    );
+    assert.equal(cross.status, 403);
+    const site = await post(
+      { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'cross-site' },
+      '{"id":"csrf-co"}',
+    );
+    assert.equal(site.status, 403);
+    assert.equal((await api('GET', '/admin/v1/companies/csrf-co')).status, 404, 'nothing was created');
+  });
+
   test('the admin API refuses to start on a non-loopback address without a token', async () => {
     const cfg = validateConfig({
       server: { port: 0 },
@@ -309,6 +331,14 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     const audit = await api('GET', '/admin/v1/audit?companyId=exp-co');
     assert.ok(audit.body.some((e) => e.event === 'key.exposed' && e.keyId === k.body.id));
     assert.equal((await call(a, key)).status, 200, 'with exposedKeys: flag the key keeps working');
+    // A key in the URL of an unrouted path is flagged too (the answer stays 404).
+    const k2 = await api('POST', '/admin/v1/companies/exp-co/keys', {});
+    plaintexts.push(String(k2.body.key));
+    assert.equal((await send(a.port, `/nowhere?token=${String(k2.body.key)}`)).status, 404);
+    await eventually(async () => {
+      const list = await api('GET', '/admin/v1/companies/exp-co/keys');
+      return typeof list.body.find((x) => x.id === k2.body.id)?.exposedAt === 'string';
+    }, 2000);
   });
 
   test('audit trail: events with ids and prefixes, never a key or a hash; metrics hold no key', async () => {

@@ -16,6 +16,21 @@ import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 const SECRET = 'a-shared-signing-secret-of-32-chars-or-more';
 
+/** A GET from a given local source address (127.0.0.0/8 is all loopback); resolves with the status. */
+function sendFrom(localAddress: string, port: number, path: string, key?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path, localAddress, agent: false, headers: key ? { 'X-API-Key': key } : {} },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** Keys created in this file: the canary sweep at the end checks none leaked anywhere. */
 const canaries: string[] = [];
 
@@ -86,6 +101,25 @@ describe('hostile input', () => {
     assert.match(res, /^HTTP\/1\.1 401 /);
     assert.match(res, /Connection: close/i, 'the connection is closed instead of drained');
     assert.ok(Date.now() - started < 2000, 'closed at once, not after a timeout');
+  });
+
+  test('Connection: close from the client is honoured on proxied answers; a malformed path closes too', async () => {
+    const res = await sendRaw(
+      t.port,
+      `GET /notify/v1/x HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+      3000,
+    );
+    assert.match(res, /^HTTP\/1\.1 200 /);
+    assert.match(res, /\r\nConnection: close\r\n/i);
+    assert.ok(!/keep-alive/i.test(res.split('\r\n\r\n')[0]!), 'no upstream keep-alive header passes through');
+    const started = Date.now();
+    const bad = await sendRaw(
+      t.port,
+      `GET /notify/v1/../x HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\n\r\n`,
+      3000,
+    );
+    assert.match(bad, /^HTTP\/1\.1 400 /);
+    assert.ok(Date.now() - started < 1500, 'the server closed the connection');
   });
 
   test('oversized headers → 431 in the spec shape', async () => {
@@ -378,6 +412,18 @@ describe('brute force', () => {
     // Checksum failures never reach the store at all.
     assert.equal(lookups, 1);
   });
+
+  test('keys in URLs count against the same per-address budget', async () => {
+    const k = await setupCompany(t, 'bf-url');
+    // A fresh gateway per address is not possible here, so use another client address: 127.0.0.2.
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const r = await sendFrom('127.0.0.2', t.port, `/notify/v1/x?api_key=${generateApiKey('live')}`);
+      statuses.push(r);
+    }
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429]);
+    assert.equal(await sendFrom('127.0.0.2', t.port, '/notify/v1/x', k.key), 429);
+  });
 });
 
 describe('signed identity for upstreams', () => {
@@ -421,19 +467,23 @@ describe('signed identity for upstreams', () => {
       target: '/notify/v1/health',
       companyId: 'signed',
       keyId: k.id,
+      tier: 'standard',
       timestamp: now,
     });
-    const valid = await send(port, '/notify/v1/health', {
-      headers: { 'X-Company-Id': 'signed', 'X-Api-Key-Id': k.id, 'X-Gateway-Signature': sig },
-    });
+    const ids = { 'X-Company-Id': 'signed', 'X-Api-Key-Id': k.id, 'X-Company-Tier': 'standard' };
+    const valid = await send(port, '/notify/v1/health', { headers: { ...ids, 'X-Gateway-Signature': sig } });
     assert.equal(valid.status, 200);
+    const otherTier = await send(port, '/notify/v1/health', {
+      headers: { ...ids, 'X-Company-Tier': 'enterprise', 'X-Gateway-Signature': sig },
+    });
+    assert.equal(otherTier.status, 401, 'the tier is signed too');
     const otherCompany = await send(port, '/notify/v1/health', {
-      headers: { 'X-Company-Id': 'evil', 'X-Api-Key-Id': k.id, 'X-Gateway-Signature': sig },
+      headers: { ...ids, 'X-Company-Id': 'evil', 'X-Gateway-Signature': sig },
     });
     assert.equal(otherCompany.status, 401);
     const otherPath = await send(port, '/notify/v1/otps', {
       method: 'GET',
-      headers: { 'X-Company-Id': 'signed', 'X-Api-Key-Id': k.id, 'X-Gateway-Signature': sig },
+      headers: { ...ids, 'X-Gateway-Signature': sig },
     });
     assert.equal(otherPath.status, 401);
     const old = signGatewayRequest(SECRET, {
@@ -441,18 +491,22 @@ describe('signed identity for upstreams', () => {
       target: '/notify/v1/health',
       companyId: 'signed',
       keyId: k.id,
+      tier: 'standard',
       timestamp: now - 3600,
     });
-    const replay = await send(port, '/notify/v1/health', {
-      headers: { 'X-Company-Id': 'signed', 'X-Api-Key-Id': k.id, 'X-Gateway-Signature': old },
-    });
+    const replay = await send(port, '/notify/v1/health', { headers: { ...ids, 'X-Gateway-Signature': old } });
     assert.equal(replay.status, 401);
     assert.deepEqual(
       verifyGatewaySignature(
         {
           method: 'GET',
           url: '/notify/v1/health',
-          headers: { 'x-company-id': 'signed', 'x-api-key-id': k.id, 'x-gateway-signature': old },
+          headers: {
+            'x-company-id': 'signed',
+            'x-api-key-id': k.id,
+            'x-company-tier': 'standard',
+            'x-gateway-signature': old,
+          },
         },
         { secret: SECRET },
       ),
@@ -575,6 +629,30 @@ describe('failing dependencies', () => {
     } finally {
       await t.close();
       await redis.stop();
+    }
+  });
+
+  test('an upstream answering 101 Switching Protocols gets a 502, not a hanging client', async () => {
+    const switching = await startUpstream();
+    switching.handle((_req, res) => {
+      res.socket!.write(
+        'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+      );
+    });
+    const t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: switching.url }],
+      log: { level: 'silent' },
+    });
+    try {
+      const k = await setupCompany(t, 'switch');
+      const s = Date.now();
+      const r = await send(t.port, '/notify/v1/ws', { headers: { 'X-API-Key': k.key } });
+      assert.equal(r.status, 502);
+      assert.ok(Date.now() - s < 2000);
+    } finally {
+      await t.close();
+      await switching.close();
     }
   });
 

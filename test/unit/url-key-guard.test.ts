@@ -25,6 +25,9 @@ describe('URL key guard', () => {
       '/a?x=1;api_key=2',
       '/a?access_key=1',
       '/a?api.key=1',
+      '/a;api_key=1',
+      '/a;v=1;API-KEY=1/b',
+      '/a%3Bapi_key=1',
     ]) {
       assert.equal(check(url).found, true, url);
     }
