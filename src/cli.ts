@@ -45,7 +45,9 @@ program
   .action(async (o: { workers?: number }) => {
     const config = configOrExit(program.opts().config);
     const workers = o.workers ?? (config.store.type === 'redis' ? availableParallelism() : 1);
-    if (workers > 1 && config.store.type !== 'redis') {
+    const sharedLimits =
+      config.store.type === 'redis' || (config.store.type === 'file' && config.rateLimit.redisUrl);
+    if (workers > 1 && !sharedLimits) {
       // Each worker would keep its own keys (memory) or its own rate-limit counts (file): refuse
       // rather than silently multiply every company's limit by the worker count.
       fatal(

@@ -122,11 +122,24 @@ export async function startGateway(
   }
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
   const built = opts.store ? { store: opts.store, redis: undefined } : await createStore(config, logger);
-  const { store, redis } = built;
+  const { store } = built;
+  // The limiter shares the store's Redis, or (file-store sidecars) a Redis of its own.
+  let limiterRedis: RedisClient | undefined = built.redis;
+  let ownLimiterRedis: RedisClient | undefined;
+  if (!limiterRedis && config.rateLimit.redisUrl) {
+    ownLimiterRedis = limiterRedis = createRedisClient(
+      { ...config.store.redis, url: config.rateLimit.redisUrl },
+      'notify-gateway-limiter',
+    );
+    logRedisErrors(ownLimiterRedis, logger, 'rate-limit redis');
+    if (!(await waitForReady(ownLimiterRedis, config.store.redis.connectTimeoutMs))) {
+      logger.warn('the rate-limit Redis is not reachable yet; starting on the failure policy');
+    }
+  }
 
   const limiter = new TierRateLimiter({
     tiers: config.rateLimit.tiers,
-    ...(redis ? { redis } : {}),
+    ...(limiterRedis ? { redis: limiterRedis } : {}),
     keyPrefix: config.store.redis.keyPrefix,
     failurePolicy: config.rateLimit.failurePolicy,
     onStoreError: () => metrics.storeErrors.inc({ op: 'rate_limit' }),
@@ -170,7 +183,11 @@ export async function startGateway(
       } catch {
         checks.store = 'unavailable';
       }
-      checks.rateLimiter = redis ? (redis.status === 'ready' ? 'ok' : `redis ${redis.status}`) : 'ok';
+      checks.rateLimiter = limiterRedis
+        ? limiterRedis.status === 'ready'
+          ? 'ok'
+          : `redis ${limiterRedis.status}`
+        : 'ok';
       return { ok: Object.values(checks).every((v) => v === 'ok'), checks };
     },
     onKeyExpired: (key) => {
@@ -243,6 +260,7 @@ export async function startGateway(
         ]);
         app.closeAgents();
         await store.close();
+        ownLimiterRedis?.disconnect();
         metrics.registry.clear();
         logger.info('gateway stopped');
         logger.flush?.();

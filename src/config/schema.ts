@@ -142,6 +142,11 @@ export const configSchema = z
         tiers: z.array(tierSchema).min(1).default(DEFAULT_TIERS),
         /** What the limiter does while Redis fails: per-instance memory limiter, let all pass, or refuse (503). */
         failurePolicy: z.enum(['insurance', 'open', 'closed']).default('insurance'),
+        /**
+         * Redis for the rate-limit counters only, when the key store is not Redis (file-store
+         * sidecars): limits become exact across pods. Ignored with the redis store (it is shared).
+         */
+        redisUrl: redisUrl.optional(),
         /** Failed authentications allowed per client address before 429. */
         authFailures: z
           .object({

@@ -248,6 +248,41 @@ describe('operations', () => {
     }
   });
 
+  test('file store + rateLimit.redisUrl: sidecars share exact limits through a limiter-only Redis', async () => {
+    const dir = tmp();
+    const key = generateApiKey('live');
+    writeFileSync(
+      join(dir, 'keys.yaml'),
+      `companies:\n  - id: side\n    tier: pod\n    keys:\n      - id: side-1\n        hash: ${hashApiKey(key)}\n`,
+    );
+    const cfg = {
+      store: { type: 'file' as const, file: { path: join(dir, 'keys.yaml') } },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { tiers: [{ name: 'pod', points: 20, duration: 60 }], redisUrl: redis.url },
+      log: { level: 'silent' as const },
+    };
+    const a = await startTestGateway(cfg);
+    const b = await startTestGateway(cfg);
+    try {
+      upstream.received.length = 0;
+      const all = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          send(i % 2 ? a.port : b.port, '/notify/v1/x', { headers: { 'X-API-Key': key } }),
+        ),
+      );
+      assert.equal(all.filter((r) => r.status === 200).length, 20);
+      assert.equal(all.filter((r) => r.status === 429).length, 20);
+      assert.equal(upstream.received.length, 20);
+      assert.deepEqual((await send(a.port, '/readyz')).json, {
+        status: 'ready',
+        checks: { store: 'ok', rateLimiter: 'ok' },
+      });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   test('readiness follows Redis; liveness does not', async () => {
     const r = await startRedis();
     const t = await startTestGateway({
