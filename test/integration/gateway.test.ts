@@ -495,5 +495,10 @@ describe('Redis down: bounded answers, cached keys keep working, recovery by its
       (await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': fresh.value.key } })).status,
       200,
     );
+    // The outage was logged (connection errors, 503s), without Redis key names, hashes or keys.
+    const text = t.logText();
+    assert.match(text, /connection error|Key store is unavailable/);
+    assert.ok(!/ng:(kh|k|c|ck|ca):|[0-9a-f]{64}/.test(text), 'a Redis key name or a hash in the log');
+    for (const k of [cached.value.key, uncached.value.key, fresh.value.key]) assert.ok(!text.includes(k));
   });
 });
