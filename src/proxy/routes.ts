@@ -39,5 +39,6 @@ export function isSafeRequestPath(path: string): boolean {
     return false;
   if (!path.includes('.') && !path.includes('%2')) return true;
   const decoded = path.replace(/%2e/gi, '.').replace(/%2f/gi, '/');
-  return !/(^|\/)\.{1,2}(\/|$)/.test(decoded);
+  // `..;x` counts too: some servers (Tomcat) strip matrix parameters before resolving dot segments.
+  return !/(^|\/)\.{1,2}(\/|;|$)/.test(decoded);
 }

@@ -20,7 +20,7 @@ describe('route matching', () => {
   test('a catch-all route', () => {
     assert.equal(createRouteMatcher([{ prefix: '/' }])('/anything')?.prefix, '/');
   });
-  test('unsafe paths: dot segments (plain or encoded), backslashes, absolute-form', () => {
+  test('unsafe paths: dot segments (plain, encoded, with ;), empty segments, fragments, backslashes, absolute-form', () => {
     for (const p of [
       '/notify/v1/../admin',
       '/notify/v1/%2e%2e/admin',
@@ -31,10 +31,14 @@ describe('route matching', () => {
       '//evil/x',
       '/a%00b',
       '/notify/v1/%2E%2E%2Fadmin',
+      '/notify/v1//health',
+      '/notify/v1/x#frag',
+      '/notify/v1/..;/admin',
+      '/notify/v1/.%2e;x/admin',
     ]) {
       assert.equal(isSafeRequestPath(p), false, p);
     }
-    for (const p of ['/notify/v1/otps', '/notify/v1/file.json', '/a/..b/c', '/v1.2/x', '/'])
+    for (const p of ['/notify/v1/otps', '/notify/v1/file.json', '/a/..b/c', '/v1.2/x', '/', '/a;v=1/b'])
       assert.equal(isSafeRequestPath(p), true, p);
   });
 });
