@@ -8,7 +8,7 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { createAdminApp } from './admin/router.js';
+import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { AdminService } from './admin/service.js';
 import { hashApiKey, parseApiKey } from './auth/api-key.js';
 import { KeyVerifier } from './auth/verify.js';
@@ -17,7 +17,7 @@ import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
-import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { childCache, createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { FileKeyStore } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
@@ -33,7 +33,6 @@ export interface GatewayHandle {
   config: Readonly<GatewayConfig>;
   store: KeyStore;
   service: AdminService;
-  verifier: KeyVerifier;
   metrics: GatewayMetrics;
   logger: Logger;
   /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
@@ -47,8 +46,6 @@ export interface StartOptions {
   /** Collect Node process metrics (off in tests that start many gateways). */
   processMetrics?: boolean;
 }
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /**
  * Builds the store and its clients from config. Redis clients are bounded (command timeout, no
@@ -115,7 +112,7 @@ export async function startGateway(
   opts: StartOptions = {},
 ): Promise<GatewayHandle> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
-  if (config.admin.enabled && !config.admin.token && !LOOPBACK.has(config.admin.host)) {
+  if (config.admin.enabled && !config.admin.token && !isLoopbackName(config.admin.host)) {
     throw new Error(
       `the admin API binds ${config.admin.host}, which is not loopback: set ADMIN_TOKEN (admin.token)`,
     );
@@ -144,6 +141,7 @@ export async function startGateway(
     failurePolicy: config.rateLimit.failurePolicy,
     onStoreError: () => metrics.storeErrors.inc({ op: 'rate_limit' }),
   });
+  const cacheBy = childCache(metrics.cache);
   const verifier = new KeyVerifier({
     store,
     maxEntries: config.cache.maxEntries,
@@ -153,7 +151,7 @@ export async function startGateway(
     maxKeyLength: config.keys.maxLength,
     acceptLegacyFormat: config.keys.acceptLegacyFormat,
     lastUsedIntervalMs: config.keys.lastUsedIntervalMs,
-    onCache: (kind, result) => metrics.cache.inc({ kind, result }),
+    onCache: (kind, result) => cacheBy(kind, result).inc(),
     onStoreError: (op) => metrics.storeErrors.inc({ op }),
   });
   const service = new AdminService({
@@ -249,7 +247,6 @@ export async function startGateway(
     config,
     store,
     service,
-    verifier,
     metrics,
     logger,
     close() {

@@ -149,8 +149,14 @@ function reply<T>(res: Response, result: AdminResult<T>, okStatus = 200, secret 
   else res.status(result.status).json({ error: result.error, details: result.details });
 }
 
+/** Whether a bare host name or address is loopback: `localhost`, `127.x.x.x`, `::1`. */
+export function isLoopbackName(name: string): boolean {
+  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
+/** The same for a `Host` header value (`name[:port]`, `[v6][:port]`). */
 function isLoopbackHost(host: string | undefined): boolean {
   if (!host) return false;
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
-  return name === 'localhost' || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+  return isLoopbackName(name);
 }

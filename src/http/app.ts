@@ -9,7 +9,7 @@ import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig, Route } from '../config/schema.js';
 import type { KeyRecord } from '../store/types.js';
 import { ERRORS, GatewayError, safeMessage, sendError, type ErrorCode } from '../errors.js';
-import type { GatewayMetrics } from '../observability/metrics.js';
+import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { createRouteProxy } from '../proxy/route-proxy.js';
 import { createRouteMatcher, isSafeRequestPath } from '../proxy/routes.js';
@@ -48,6 +48,11 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const { config, logger, metrics } = deps;
   const h = config.headers;
+  const requestsBy = childCache(metrics.requests);
+  const durationBy = childCache(metrics.duration);
+  const upstreamDurationBy = childCache(metrics.upstreamDuration);
+  const authFailuresBy = childCache(metrics.authFailures);
+
   const httpAgent = new HttpAgent({
     keepAlive: true,
     maxSockets: config.upstream.maxSockets,
@@ -69,7 +74,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       timeoutMs: r.timeoutMs ?? config.upstream.timeoutMs,
       bodyLimitBytes: config.server.bodyLimitBytes,
       agent: r.target.startsWith('https:') ? httpsAgent : httpAgent,
-      onUpstreamResponse: (req, s) => metrics.upstreamDuration.observe({ route: req.gw.route }, s),
+      onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
       // Signed here, on the request as it leaves: proxyReq.path is what the upstream receives
       // (target base path joined, as http-proxy builds it).
       ...(signing ? { onProxyReq: (proxyReq, req) => signProxyRequest(proxyReq, req) } : {}),
@@ -94,21 +99,6 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // A client-sent signature header is as untrusted as a client-sent company id.
   const scrubHeaders = createHeaderScrubber(h, [config.signing.header]);
   const trust = config.server.trustedProxies.length ? proxyAddr.compile(config.server.trustedProxies) : null;
-
-  // Label children resolved once per label set: prom-client hashes the label object on every call otherwise.
-  const counters = new Map<string, ReturnType<typeof metrics.requests.labels>>();
-  const requestCounter = (route: string, status: number) => {
-    const k = `${route} ${status}`;
-    let c = counters.get(k);
-    if (!c) counters.set(k, (c = metrics.requests.labels(route, String(status))));
-    return c;
-  };
-  const histograms = new Map<string, ReturnType<typeof metrics.duration.labels>>();
-  const durationHistogram = (route: string) => {
-    let hst = histograms.get(route);
-    if (!hst) histograms.set(route, (hst = metrics.duration.labels(route)));
-    return hst;
-  };
 
   /** Answers with a registry error and records it for the access log. */
   function deny(req: IncomingMessage, res: ServerResponse, code: ErrorCode): void {
@@ -145,8 +135,8 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       metrics.inflight.dec();
       const seconds = Number(process.hrtime.bigint() - state.start) / 1e9;
       const status = res.writableFinished ? res.statusCode : 0;
-      requestCounter(state.route, status).inc();
-      durationHistogram(state.route).observe(seconds);
+      requestsBy(state.route, String(status)).inc();
+      durationBy(state.route).observe(seconds);
       if (!config.log.accessLog) return;
       const path = pathOf(req.url ?? '');
       // Probes hit every pod every few seconds: keep them out of the info-level access log.
@@ -192,7 +182,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
    */
   function noteKeyInUrl(req: IncomingMessage, candidates: string[]): void {
     req.gw.keyInUrl = true;
-    metrics.authFailures.inc({ reason: 'key_in_url' });
+    authFailuresBy('key_in_url').inc();
     const ip = req.gw.clientIp;
     void (async () => {
       // A blocked address gets no more store lookups for exposure checks either.
@@ -275,7 +265,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const result = await deps.verifier.verify(req.headers['x-api-key']);
     if (!result.ok) {
       st.denyReason = result.reason;
-      metrics.authFailures.inc({ reason: result.reason });
+      authFailuresBy(result.reason).inc();
       if (result.reason === 'expired' && result.key) deps.onKeyExpired?.(result.key);
       if (result.code === 'MISSING_KEY' || result.code === 'INVALID_KEY')
         await deps.authFailures?.recordFailure(st.clientIp);

@@ -1,3 +1,4 @@
+import { isLoopbackName } from '../../src/admin/router.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -22,9 +23,6 @@ const GATEWAY_ENV = new Set<string>([...Object.keys(ENV_OVERRIDES), 'GATEWAY_CON
 
 /** Stand-in for secrets the examples deliberately leave unset (compose `${X:?}`, placeholder Secrets). */
 const TEST_SECRETS: Record<string, string> = { ADMIN_TOKEN: 'test-admin-token-0123456789abcdef' };
-
-/** Same rule as startGateway: a non-loopback admin API needs a token. */
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 // ---- minimal shapes of what the manifests use (parsed YAML is cast to these, then checked)
 
@@ -255,7 +253,7 @@ function assertConfigOk(
 }
 
 function assertAdminStartable(config: Readonly<GatewayConfig>, where: string): void {
-  if (config.admin.enabled && !LOOPBACK.has(config.admin.host)) {
+  if (config.admin.enabled && !isLoopbackName(config.admin.host)) {
     assert.ok(
       config.admin.token,
       `${where}: admin.host ${config.admin.host} is not loopback, so ADMIN_TOKEN is required`,
