@@ -269,7 +269,8 @@ export class AdminService {
     );
     if (!created.ok) return created;
     const grace = parsed.value.gracePeriodSeconds;
-    const revokesAt = grace === undefined ? null : isoSeconds(now + grace * 1000);
+    // Stored with one-second precision: round up, so a grace period never ends earlier than asked.
+    const revokesAt = grace === undefined ? null : isoSeconds(Math.ceil((now + grace * 1000) / 1000) * 1000);
     const patch: Partial<KeyRecord> = { rotatedTo: created.value.id };
     if (revokesAt) patch.revokedAt = revokesAt;
     await this.opts.store.updateKey(keyId, patch);

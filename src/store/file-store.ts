@@ -1,4 +1,4 @@
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { readFileSync, stat, statSync, type Stats } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MemoryKeyStore } from './memory-store.js';
@@ -138,9 +138,10 @@ export class FileKeyStore extends MemoryKeyStore {
   override readonly kind = 'file' as const;
   override readonly writable = false;
   private readonly opts: FileKeyStoreOptions;
-  // Any stat change (mtime, size, inode after a symlink swap) triggers a reload; a vanished or broken
-  // file keeps the last good content, and the reload report says why.
-  private readonly onChange = () => this.reload();
+  /** Identity of the file as last seen (inode, size, times): any change triggers a reload. */
+  private seen = '';
+  private polling = false;
+  private readonly timer: NodeJS.Timeout | null;
 
   /** Throws when the initial file cannot be read or is invalid: a gateway must not start keyless by accident. */
   constructor(opts: FileKeyStoreOptions) {
@@ -148,9 +149,13 @@ export class FileKeyStore extends MemoryKeyStore {
     this.opts = opts;
     const first = this.load();
     if (!first.ok) throw new Error(`key file ${opts.path} is invalid:\n  ${first.problems.join('\n  ')}`);
-    if (opts.watchIntervalMs !== 0) {
-      watchFile(opts.path, { interval: opts.watchIntervalMs ?? 1000, persistent: false }, this.onChange);
-    }
+    // Not fs.watchFile: it takes its baseline stat asynchronously, after this constructor has read
+    // the file, so a replacement landing in between (a Secret update right after start) was never
+    // seen. Polling against the stat taken with the read cannot miss it. Polling, not fs.watch:
+    // Kubernetes swaps Secret/ConfigMap files through symlinks, which inotify on the old inode misses.
+    this.timer =
+      opts.watchIntervalMs === 0 ? null : setInterval(() => this.poll(), opts.watchIntervalMs ?? 1000);
+    this.timer?.unref();
   }
 
   /** Re-reads the file now; keeps the previous content on failure. */
@@ -160,11 +165,26 @@ export class FileKeyStore extends MemoryKeyStore {
     this.opts.onReload?.(result);
   }
 
+  private poll(): void {
+    if (this.polling) return;
+    this.polling = true;
+    stat(this.opts.path, (err, st) => {
+      this.polling = false;
+      // A vanished file is a change too: the reload reports it and keeps the last good content.
+      const now = err ? `missing:${err.code ?? ''}` : identityOf(st);
+      if (now !== this.seen) this.reload();
+    });
+  }
+
   private load(): { ok: true; companies: number; keys: number } | { ok: false; problems: string[] } {
     let text: string;
     try {
+      // Stat before reading: if the file changes in between, the next poll sees a newer stat and
+      // reads again; the other order could keep stale content under a current stat.
+      this.seen = identityOf(statSync(this.opts.path));
       text = readFileSync(this.opts.path, 'utf8');
     } catch (err) {
+      this.seen = `missing:${(err as NodeJS.ErrnoException).code ?? ''}`;
       return { ok: false, problems: [`${this.opts.path}: ${(err as Error).message}`] };
     }
     const parsed = parseKeyFile(text, this.opts.knownTiers);
@@ -202,7 +222,11 @@ export class FileKeyStore extends MemoryKeyStore {
   }
 
   override async close(): Promise<void> {
-    unwatchFile(this.opts.path, this.onChange);
+    if (this.timer) clearInterval(this.timer);
     await super.close();
   }
+}
+
+function identityOf(st: Stats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }

@@ -119,7 +119,8 @@ describe('hostile input', () => {
       3000,
     );
     assert.match(bad, /^HTTP\/1\.1 400 /);
-    assert.ok(Date.now() - started < 1500, 'the server closed the connection');
+    // sendRaw gives up after 3000 ms: ending well before that means the server closed the socket.
+    assert.ok(Date.now() - started < 2500, 'the server closed the connection');
   });
 
   test('oversized headers → 431 in the spec shape', async () => {

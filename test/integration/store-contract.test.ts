@@ -273,6 +273,24 @@ ${keys}
     assert.ok((await store.findKeyByHash(hashApiKey(k2))) !== null, 'the last good content stays');
   });
 
+  test('a replacement that lands right after start is not missed (no baseline race)', async () => {
+    // fs.watchFile took its baseline stat asynchronously: a file replaced before that stat ran
+    // became the baseline, and the store kept the old content forever (missed in ~40% of tries).
+    for (let i = 0; i < 20; i++) {
+      const p = join(dir, `race-${i}.yaml`);
+      writeFileSync(p, yaml(entry('acme-1', k1)));
+      const s = new FileKeyStore({ path: p, knownTiers: tiers, watchIntervalMs: 20 });
+      try {
+        writeFileSync(`${p}.tmp`, yaml(entry('acme-1', k1) + entry('acme-2', k2)));
+        renameSync(`${p}.tmp`, p); // same tick as the constructor, like an update racing the start
+        // 20 ms polls: the bound only caps a failure, a pass returns at the first reload.
+        await eventually(async () => (await s.findKeyByHash(hashApiKey(k2))) !== null, 3000);
+      } finally {
+        await s.close();
+      }
+    }
+  });
+
   test('parseKeyFile lists every problem without echoing a hash', () => {
     const h = hashApiKey(k1);
     const r = parseKeyFile(

@@ -38,6 +38,39 @@ describe('AdminService', () => {
     assert.deepEqual(await due(), [false, 'revoked']);
   });
 
+  test('a grace period is rounded up to the next whole second, never down', async () => {
+    const { svc, advance } = setup();
+    await svc.createCompany({ id: 'c' });
+    advance(999); // 00:00:00.999: flooring would end a 1 s grace at 00:00:01, 1 ms after the call
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    const r = await svc.rotateKey(k.value.id, { gracePeriodSeconds: 1 });
+    assert.ok(r.ok);
+    assert.equal(r.value.oldKeyRevokesAt, '2026-01-01T00:00:02Z');
+    const status = async () => {
+      const v = await svc.getKey(k.value.id);
+      assert.ok(v.ok);
+      return v.value.status;
+    };
+    advance(1000); // 00:00:01.999: a full second after the call, still inside the grace period
+    assert.equal(await status(), 'revoking');
+    advance(1); // 00:00:02.000
+    assert.equal(await status(), 'revoked');
+  });
+
+  test('a zero grace period at a whole second revokes at once', async () => {
+    const { svc } = setup(); // the clock stands at 00:00:00.000
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    const r = await svc.rotateKey(k.value.id, { gracePeriodSeconds: 0 });
+    assert.ok(r.ok);
+    assert.equal(r.value.oldKeyRevokesAt, '2026-01-01T00:00:00Z');
+    const old = await svc.getKey(k.value.id);
+    assert.ok(old.ok);
+    assert.equal(old.value.status, 'revoked');
+  });
+
   test('rotation with a grace period: the old key is "revoking", then "revoked" by time alone', async () => {
     const { svc, advance, store } = setup();
     await svc.createCompany({ id: 'c' });
