@@ -57,6 +57,12 @@ export async function startRedis(opts: { port?: number; args?: string[] } = {}):
       proc!.once('spawn', () => resolve());
     });
     await spawned;
+    // A test that fails before its cleanup must not leave a redis-server behind (nor keep the
+    // test process alive): the runner's --test-force-exit ends the process, and this kills the child.
+    const child = proc;
+    const reap = () => child?.kill('SIGKILL');
+    process.once('exit', reap);
+    child?.once('exit', () => process.off('exit', reap));
     await waitForPing(port, 5000);
   };
   await launch();

@@ -74,7 +74,13 @@ describe('operations', () => {
       join(dir, 'gateway.yaml'),
       `server: { port: ${port}, host: 127.0.0.1, shutdownTimeoutMs: 5000 }\nadmin: { enabled: false }\nroutes: [{ prefix: /notify/v1, target: '${slow.url}' }]\n`,
     );
-    const { proc, output } = await serve(['--config', join(dir, 'gateway.yaml')], {}, port);
+    // The upstream is closed even when `serve` fails: an open server would keep this file's
+    // process alive, turning a failure into a hang.
+    const started = await serve(['--config', join(dir, 'gateway.yaml')], {}, port).catch(async (err) => {
+      await slow.close();
+      throw err;
+    });
+    const { proc, output } = started;
     try {
       const inflight = send(port, '/notify/v1/x', { headers: { 'X-API-Key': key } });
       await eventually(async () => slow.received.length === 1, 2000);
