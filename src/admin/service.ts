@@ -1,12 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import {
-  displayPrefixOf,
-  ENVIRONMENT_PATTERN,
-  generateApiKey,
-  hashApiKey,
-  KEY_LIKE_PATTERN,
-} from '../auth/api-key.js';
+import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
+import { createKeyRecord } from '../auth/key-record.js';
 import {
   ID_PATTERN,
   isKeyActive,
@@ -328,22 +322,8 @@ export class AdminService {
     label: string | null,
     expiresAt: string | null,
   ): Promise<AdminResult<CreatedKey>> {
-    const key = generateApiKey(environment);
     const at = isoSeconds(this.now());
-    const record: KeyRecord = {
-      id: `key_${randomBytes(12).toString('base64url')}`,
-      companyId,
-      hash: hashApiKey(key),
-      prefix: displayPrefixOf(key),
-      label,
-      environment,
-      createdAt: at,
-      expiresAt,
-      revokedAt: null,
-      lastUsedAt: null,
-      exposedAt: null,
-      rotatedTo: null,
-    };
+    const { key, record } = createKeyRecord({ companyId, environment, label, expiresAt, createdAt: at });
     const result = await this.write(() => this.opts.store.createKey(record, this.opts.maxActiveKeys, at));
     if (!result.ok) return result;
     if (!result.value.ok) {
