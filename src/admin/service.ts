@@ -122,10 +122,6 @@ export class AdminService {
     this.now = opts.now ?? Date.now;
   }
 
-  get store(): KeyStore {
-    return this.opts.store;
-  }
-
   // ---- companies
 
   async createCompany(input: unknown, actor = 'admin'): Promise<AdminResult<Company>> {

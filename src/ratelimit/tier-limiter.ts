@@ -59,10 +59,6 @@ export class TierRateLimiter {
     }
   }
 
-  hasTier(name: string): boolean {
-    return this.byTier.has(name);
-  }
-
   /**
    * Counts one request for `companyId` against `tierName`. Resolves with the decision; rejects only
    * with `GatewayError('RATE_LIMITER_UNAVAILABLE')` under the `closed` policy, or for an unknown
