@@ -20,6 +20,7 @@ export interface AdminFailure {
   error: string;
   details: string;
 }
+/** An admin operation's outcome: the value, or an {@link AdminFailure}. */
 export type AdminResult<T> = { ok: true; value: T } | AdminFailure;
 
 /** What lists show of a key: never the key, never its hash. */
@@ -101,6 +102,7 @@ export const keyRotateSchema = z
   })
   .strict();
 
+/** The store, the configured tiers and key policy (cap, rotation age), and an audit hook. */
 export interface AdminServiceOptions {
   store: KeyStore;
   tiers: ReadonlySet<string>;

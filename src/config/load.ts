@@ -9,6 +9,7 @@ import { configSchema, type ConfigInput, type GatewayConfig } from './schema.js'
 export const PACKAGE_CONFIG_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../config');
 export const DEFAULT_CONFIG_FILE = resolve(PACKAGE_CONFIG_DIR, 'default.yaml');
 
+/** A frozen, valid config, or every problem found; `file` is the config file used. */
 export type LoadResult =
   | { ok: true; config: Readonly<GatewayConfig>; file: string }
   | { ok: false; problems: string[]; file: string };

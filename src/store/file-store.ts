@@ -54,6 +54,7 @@ const fileCompanySchema = z
 
 const fileSchema = z.object({ companies: z.array(fileCompanySchema).default([]) }).strict();
 
+/** The parsed key file, or every problem found (nothing is applied then). */
 export type FileParseResult =
   { ok: true; companies: Company[]; keys: KeyRecord[] } | { ok: false; problems: string[] };
 
@@ -122,6 +123,7 @@ export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): Fil
   return problems.length ? { ok: false, problems } : { ok: true, companies, keys };
 }
 
+/** The key file, the tiers it may name, and how often (and to whom) reloads are reported. */
 export interface FileKeyStoreOptions {
   path: string;
   knownTiers: ReadonlySet<string>;
