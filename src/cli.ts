@@ -4,8 +4,9 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
-import { randomBytes } from 'node:crypto';
-import { displayPrefixOf, ENVIRONMENT_PATTERN, generateApiKey, hashApiKey } from './auth/api-key.js';
+import { ENVIRONMENT_PATTERN, hashApiKey } from './auth/api-key.js';
+import { createKeyRecord } from './auth/key-record.js';
+import { maskUrlCredentials } from './redact.js';
 import { isoSeconds } from './store/types.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { loadConfig } from './config/load.js';
@@ -163,7 +164,7 @@ program
       if (shown.admin?.token) shown.admin.token = '[set]';
       if (shown.signing?.secret) shown.signing.secret = '[set]';
       const redis = shown.store?.redis as { url?: string } | undefined;
-      if (redis?.url) redis.url = redis.url.replace(/\/\/([^@/]*)@/, '//[credentials]@');
+      if (redis?.url) redis.url = maskUrlCredentials(redis.url);
       process.stdout.write(JSON.stringify(shown, null, 2) + '\n');
     } else {
       const c = r.config;
@@ -193,7 +194,7 @@ async function withService<T>(
       await store.ping();
     } catch {
       await store.close();
-      fatal(`cannot reach Redis at ${config.store.redis.url.replace(/\/\/([^@/]*)@/, '//[credentials]@')}`);
+      fatal(`cannot reach Redis at ${maskUrlCredentials(config.store.redis.url)}`);
     }
   }
   const svc = new AdminService({
@@ -391,14 +392,21 @@ keys
   .action((o: { environment: string; id?: string; label?: string; json?: boolean }) => {
     if (!ENVIRONMENT_PATTERN.test(o.environment))
       fatal('--environment must be 2-16 lowercase letters or digits', EXIT_USAGE);
-    const key = generateApiKey(o.environment);
+    // No company yet: the operator places the entry under its company in the key file.
+    const { key, record } = createKeyRecord({
+      companyId: '',
+      environment: o.environment,
+      label: o.label ?? null,
+      expiresAt: null,
+      createdAt: isoSeconds(),
+    });
     const entry = {
-      id: o.id ?? `key_${randomBytes(9).toString('base64url')}`,
-      hash: hashApiKey(key),
-      prefix: displayPrefixOf(key),
+      id: o.id ?? record.id,
+      hash: record.hash,
+      prefix: record.prefix,
       environment: o.environment,
       ...(o.label ? { label: o.label } : {}),
-      createdAt: isoSeconds(),
+      createdAt: record.createdAt,
     };
     if (o.json) return void process.stdout.write(JSON.stringify({ key, ...entry }, null, 2) + '\n');
     const yaml = Object.entries(entry)

@@ -65,6 +65,7 @@ export const ERRORS = {
   },
 } as const satisfies Record<string, { status: number; error: string; details: string }>;
 
+/** A key of the error registry (`ERRORS`). */
 export type ErrorCode = keyof typeof ERRORS;
 
 /**

@@ -1,19 +1,88 @@
 /**
- * Library entry point: the gateway's building blocks for embedding and for upstream services.
+ * Library entry point: what it takes to build a gateway (the app, its parts, the stores, the
+ * config) and the signing helpers for upstream services. Nothing from the demo. The exact list of
+ * runtime exports is pinned by test/unit/index.test.ts, so additions and removals are deliberate.
  */
-export { startGateway, type GatewayHandle, type StartOptions } from './server.js';
-export { loadConfig, validateConfig } from './config/load.js';
-export { configSchema, type GatewayConfig, type ConfigInput } from './config/schema.js';
-export { generateApiKey, hashApiKey, parseApiKey } from './auth/api-key.js';
+
+/**
+ * Everything in one call: store, limiter, verifier, admin API, listening servers.
+ *
+ * @example
+ * const r = loadConfig({ env: process.env });
+ * if (!r.ok) throw new Error(r.problems.join('\n'));
+ * const gw = await startGateway(r.config);
+ * process.once('SIGTERM', () => void gw.close());
+ */
+export { startGateway, createStore, type GatewayHandle, type StartOptions } from './server.js';
+
+/**
+ * The request pipeline as an Express app, for embedding or a server of your own; never listens.
+ *
+ * @example
+ * const { store } = await createStore(config, logger);
+ * const app = createApp({
+ *   config, logger, metrics: createMetrics(),
+ *   verifier: new KeyVerifier({ store, ...cacheAndKeyOptions }),
+ *   limiter: new TierRateLimiter({ tiers: config.rateLimit.tiers, keyPrefix: 'ng:', failurePolicy: 'insurance' }),
+ *   authFailures: new AuthFailureLimiter(config.rateLimit.authFailures),
+ *   ready: async () => ({ ok: true, checks: {} }),
+ * });
+ * http.createServer(app).listen(8080);
+ */
+export { createApp, type AppDeps } from './http/app.js';
+
+export { createRedisClient, type RedisClient } from './store/redis-connection.js';
+export { KeyVerifier, type VerifierOptions, type Verification } from './auth/verify.js';
+export {
+  TierRateLimiter,
+  AuthFailureLimiter,
+  type TierLimiterOptions,
+  type RateDecision,
+  type FailurePolicy,
+} from './ratelimit/tier-limiter.js';
+export { createLogger, type Logger } from './observability/logger.js';
+export { createMetrics, type GatewayMetrics } from './observability/metrics.js';
+
+export {
+  AdminService,
+  type AdminServiceOptions,
+  type AdminResult,
+  type AdminFailure,
+  type KeyView,
+  type CreatedKey,
+} from './admin/service.js';
+
+export { loadConfig, validateConfig, type LoadResult } from './config/load.js';
+export {
+  configSchema,
+  type GatewayConfig,
+  type ConfigInput,
+  type Tier,
+  type Route,
+} from './config/schema.js';
+
+export { generateApiKey, hashApiKey, parseApiKey, type ParsedKey } from './auth/api-key.js';
 export { ERRORS, GatewayError, type ErrorCode } from './errors.js';
-export type { KeyStore, Company, KeyRecord } from './store/types.js';
+
+export {
+  StoreReadOnlyError,
+  type KeyStore,
+  type KeyRecord,
+  type Company,
+  type CompanyStatus,
+  type CompanyPatch,
+  type Invalidation,
+  type AuditEntry,
+  type CreateKeyResult,
+} from './store/types.js';
 export { MemoryKeyStore } from './store/memory-store.js';
-export { FileKeyStore } from './store/file-store.js';
+export { FileKeyStore, type FileKeyStoreOptions } from './store/file-store.js';
 export { RedisKeyStore } from './store/redis-store.js';
-export { createExampleBackend } from './demo/backend.js';
+
 export {
   signGatewayRequest,
   verifyGatewaySignature,
   gatewaySignatureMiddleware,
   type SignatureCheck,
+  type SignedFields,
 } from './signing.js';

@@ -45,6 +45,7 @@ export function signGatewayRequest(secret: string, r: SignedFields & { timestamp
   return `t=${t},v1=${mac}`;
 }
 
+/** `verifyGatewaySignature`'s answer: the signed identity, or why the signature was refused. */
 export type SignatureCheck =
   | { ok: true; companyId: string; keyId: string; tier: string; timestamp: number }
   | { ok: false; reason: 'missing' | 'malformed' | 'expired' | 'mismatch' };

@@ -1,12 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import {
-  displayPrefixOf,
-  ENVIRONMENT_PATTERN,
-  generateApiKey,
-  hashApiKey,
-  KEY_LIKE_PATTERN,
-} from '../auth/api-key.js';
+import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
+import { createKeyRecord } from '../auth/key-record.js';
 import {
   ID_PATTERN,
   isKeyActive,
@@ -26,6 +20,7 @@ export interface AdminFailure {
   error: string;
   details: string;
 }
+/** An admin operation's outcome: the value, or an {@link AdminFailure}. */
 export type AdminResult<T> = { ok: true; value: T } | AdminFailure;
 
 /** What lists show of a key: never the key, never its hash. */
@@ -107,6 +102,7 @@ export const keyRotateSchema = z
   })
   .strict();
 
+/** The store, the configured tiers and key policy (cap, rotation age), and an audit hook. */
 export interface AdminServiceOptions {
   store: KeyStore;
   tiers: ReadonlySet<string>;
@@ -126,10 +122,6 @@ export class AdminService {
   private readonly now: () => number;
   constructor(private readonly opts: AdminServiceOptions) {
     this.now = opts.now ?? Date.now;
-  }
-
-  get store(): KeyStore {
-    return this.opts.store;
   }
 
   // ---- companies
@@ -328,22 +320,8 @@ export class AdminService {
     label: string | null,
     expiresAt: string | null,
   ): Promise<AdminResult<CreatedKey>> {
-    const key = generateApiKey(environment);
     const at = isoSeconds(this.now());
-    const record: KeyRecord = {
-      id: `key_${randomBytes(12).toString('base64url')}`,
-      companyId,
-      hash: hashApiKey(key),
-      prefix: displayPrefixOf(key),
-      label,
-      environment,
-      createdAt: at,
-      expiresAt,
-      revokedAt: null,
-      lastUsedAt: null,
-      exposedAt: null,
-      rotatedTo: null,
-    };
+    const { key, record } = createKeyRecord({ companyId, environment, label, expiresAt, createdAt: at });
     const result = await this.write(() => this.opts.store.createKey(record, this.opts.maxActiveKeys, at));
     if (!result.ok) return result;
     if (!result.value.ok) {

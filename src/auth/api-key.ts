@@ -17,6 +17,7 @@ export const KEY_LIKE_PATTERN = /nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{38}/;
 const LEGACY_PATTERN = /^[\x21-\x2b\x2d-\x7e]+$/;
 const LEGACY_MIN_LENGTH = 20;
 
+/** `parseApiKey`'s answer: the key's environment (null for a legacy key), or why it was refused. */
 export type ParsedKey =
   { ok: true; environment: string | null } | { ok: false; reason: 'malformed' | 'checksum' | 'too_long' };
 

@@ -23,6 +23,7 @@ export type DenyReason =
   | 'company_inactive'
   | 'api_access_disabled';
 
+/** The verifier's answer: the key and its company, or a denial as a value (code and reason). */
 export type Verification =
   | { ok: true; key: KeyRecord; company: Company }
   | {
@@ -35,6 +36,7 @@ export type Verification =
 
 export type CacheOutcome = 'hit' | 'miss' | 'stale';
 
+/** The store to read, cache sizes and TTLs (from `config.cache` and `config.keys`), and hooks. */
 export interface VerifierOptions {
   store: KeyStore;
   maxEntries: number;

@@ -9,22 +9,44 @@ import { configSchema, type ConfigInput, type GatewayConfig } from './schema.js'
 export const PACKAGE_CONFIG_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../config');
 export const DEFAULT_CONFIG_FILE = resolve(PACKAGE_CONFIG_DIR, 'default.yaml');
 
+/** A frozen, valid config, or every problem found; `file` is the config file used. */
 export type LoadResult =
   | { ok: true; config: Readonly<GatewayConfig>; file: string }
   | { ok: false; problems: string[]; file: string };
 
+/** One environment override: the config path it sets (as shown in problems) and how it applies. */
+interface EnvOverride {
+  path: string;
+  /** Default: set `path` to the raw string (the schema coerces numbers). */
+  apply?: (cfg: Record<string, unknown>, value: string) => void;
+}
+
+/**
+ * The one table of environment variables that override the file. Drives both the overrides and
+ * the `(from VAR)` hint in problems. An unset or empty variable changes nothing.
+ */
+const ENV_TABLE = {
+  PORT: { path: 'server.port' },
+  ADMIN_PORT: { path: 'admin.port' },
+  ADMIN_HOST: { path: 'admin.host' },
+  ADMIN_TOKEN: { path: 'admin.token' },
+  REDIS_URL: {
+    path: 'store.redis.url',
+    apply: (cfg, url) => {
+      setPath(cfg, 'store.type', 'redis');
+      setPath(cfg, 'store.redis.url', url);
+    },
+  },
+  UPSTREAM_URL: { path: 'routes[/notify/v1].target', apply: setDefaultRouteTarget },
+  UPSTREAM_TIMEOUT_MS: { path: 'upstream.timeoutMs' },
+  BODY_LIMIT_BYTES: { path: 'server.bodyLimitBytes' },
+  LOG_LEVEL: { path: 'log.level' },
+} satisfies Record<string, EnvOverride>;
+
 /** Environment variables that override the file, with the config path each sets. */
-export const ENV_OVERRIDES = {
-  PORT: 'server.port',
-  ADMIN_PORT: 'admin.port',
-  ADMIN_HOST: 'admin.host',
-  ADMIN_TOKEN: 'admin.token',
-  REDIS_URL: 'store.redis.url',
-  UPSTREAM_URL: 'routes[/notify/v1].target',
-  UPSTREAM_TIMEOUT_MS: 'upstream.timeoutMs',
-  BODY_LIMIT_BYTES: 'server.bodyLimitBytes',
-  LOG_LEVEL: 'log.level',
-} as const;
+export const ENV_OVERRIDES = Object.fromEntries(
+  Object.entries(ENV_TABLE).map(([name, o]) => [name, o.path]),
+) as { readonly [K in keyof typeof ENV_TABLE]: string };
 
 /**
  * Reads a YAML/JSON config file, applies the environment overrides and validates the result once.
@@ -105,33 +127,22 @@ function applyEnv(
   cfg: Record<string, unknown>,
   env: Record<string, string | undefined>,
 ): Record<string, unknown> {
-  const set = (
-    name: keyof typeof ENV_OVERRIDES,
-    path: string,
-    transform: (v: string) => unknown = (v) => v,
-  ) => {
+  for (const [name, o] of Object.entries(ENV_TABLE) as [string, EnvOverride][]) {
     const v = env[name];
-    if (v !== undefined && v !== '') setPath(cfg, path, transform(v));
-  };
-  set('PORT', 'server.port');
-  set('ADMIN_PORT', 'admin.port');
-  set('ADMIN_HOST', 'admin.host');
-  set('ADMIN_TOKEN', 'admin.token');
-  set('UPSTREAM_TIMEOUT_MS', 'upstream.timeoutMs');
-  set('BODY_LIMIT_BYTES', 'server.bodyLimitBytes');
-  set('LOG_LEVEL', 'log.level');
-  if (env.REDIS_URL) {
-    setPath(cfg, 'store.type', 'redis');
-    setPath(cfg, 'store.redis.url', env.REDIS_URL);
-  }
-  if (env.UPSTREAM_URL) {
-    const routes = Array.isArray(cfg.routes) ? (cfg.routes as Record<string, unknown>[]) : [];
-    const route = routes.find((r) => r && typeof r === 'object' && r.prefix === '/notify/v1');
-    if (route) route.target = env.UPSTREAM_URL;
-    else routes.unshift({ prefix: '/notify/v1', target: env.UPSTREAM_URL });
-    cfg.routes = routes;
+    if (v === undefined || v === '') continue;
+    if (o.apply) o.apply(cfg, v);
+    else setPath(cfg, o.path, v);
   }
   return cfg;
+}
+
+/** `UPSTREAM_URL`: the target of the `/notify/v1` route, added first when the file has none. */
+function setDefaultRouteTarget(cfg: Record<string, unknown>, url: string): void {
+  const routes = Array.isArray(cfg.routes) ? (cfg.routes as Record<string, unknown>[]) : [];
+  const route = routes.find((r) => r && typeof r === 'object' && r.prefix === '/notify/v1');
+  if (route) route.target = url;
+  else routes.unshift({ prefix: '/notify/v1', target: url });
+  cfg.routes = routes;
 }
 
 /** Freezes an object graph so a loaded config cannot drift at run time. */

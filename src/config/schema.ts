@@ -53,6 +53,7 @@ export const DEFAULT_URL_KEY_PARAMS = [
   'access_key',
 ];
 
+/** The one zod schema of the config file (after env overrides), with every default. */
 export const configSchema = z
   .object({
     server: z
@@ -259,7 +260,11 @@ export const configSchema = z
     }
   });
 
+/** A validated config, defaults filled in (what `loadConfig` returns, frozen). */
 export type GatewayConfig = z.infer<typeof configSchema>;
+/** What a config file may contain before defaults (for `validateConfig`). */
 export type ConfigInput = z.input<typeof configSchema>;
+/** A rate-limit tier: `points` requests per `duration` seconds. */
 export type Tier = z.infer<typeof tierSchema>;
+/** A protected route: path prefix, upstream target and its options. */
 export type Route = z.infer<typeof routeSchema>;

@@ -1,6 +1,7 @@
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
 import { isoSeconds } from '../store/types.js';
 
+/** The gateway's logger: pino, created by `createLogger`. */
 export type { Logger } from 'pino';
 
 /**

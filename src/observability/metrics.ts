@@ -19,6 +19,7 @@ export interface GatewayMetrics {
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** Creates a fresh registry with the gateway's metrics (and Node process metrics unless turned off). */
 export function createMetrics(opts: { processMetrics: boolean } = { processMetrics: true }): GatewayMetrics {
   const registry = new Registry();
   if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gateway_' });

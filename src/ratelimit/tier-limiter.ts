@@ -9,6 +9,7 @@ import type { Tier } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../store/redis-connection.js';
 
+/** What the limiter does while Redis fails (`rateLimit.failurePolicy`). */
 export type FailurePolicy = 'insurance' | 'open' | 'closed';
 
 /** The limiter's answer for one request; `source` says which limiter counted it. */
@@ -21,6 +22,7 @@ export interface RateDecision {
   source: 'primary' | 'insurance' | 'open';
 }
 
+/** The tier table, the shared Redis (optional) and the failure policy. */
 export interface TierLimiterOptions {
   tiers: readonly Tier[];
   /** When given, counts are shared by every instance through Redis (exact across instances). */
@@ -57,10 +59,6 @@ export class TierRateLimiter {
         : new RateLimiterMemory(common);
       this.byTier.set(tier.name, { tier, primary, insurance: new RateLimiterMemory(common) });
     }
-  }
-
-  hasTier(name: string): boolean {
-    return this.byTier.has(name);
   }
 
   /**

@@ -8,10 +8,13 @@ import {
   isoSeconds,
   StoreReadOnlyError,
   TIMESTAMP_PATTERN,
+  type AuditEntry,
   type Company,
   type CompanyPatch,
   type CreateKeyResult,
+  type Invalidation,
   type KeyRecord,
+  type KeyStore,
 } from './types.js';
 
 const id = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-"');
@@ -51,6 +54,7 @@ const fileCompanySchema = z
 
 const fileSchema = z.object({ companies: z.array(fileCompanySchema).default([]) }).strict();
 
+/** The parsed key file, or every problem found (nothing is applied then). */
 export type FileParseResult =
   { ok: true; companies: Company[]; keys: KeyRecord[] } | { ok: false; problems: string[] };
 
@@ -119,6 +123,7 @@ export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): Fil
   return problems.length ? { ok: false, problems } : { ok: true, companies, keys };
 }
 
+/** The key file, the tiers it may name, and how often (and to whom) reloads are reported. */
 export interface FileKeyStoreOptions {
   path: string;
   knownTiers: ReadonlySet<string>;
@@ -133,10 +138,14 @@ export interface FileKeyStoreOptions {
  * Read-only store backed by a declarative YAML file (the embedded default). Reloads when the file
  * changes; a broken file keeps the last good content and reports every problem through `onReload`.
  * `lastUsedAt` and exposure flags are kept in memory only.
+ *
+ * Holds the file's content in a {@link MemoryKeyStore} (which also keeps the audit trail and the
+ * listeners) and forwards reads to it; every write but the exposure flag is refused.
  */
-export class FileKeyStore extends MemoryKeyStore {
-  override readonly kind = 'file' as const;
-  override readonly writable = false;
+export class FileKeyStore implements KeyStore {
+  readonly kind = 'file' as const;
+  readonly writable = false;
+  private readonly memory = new MemoryKeyStore();
   private readonly opts: FileKeyStoreOptions;
   /** Identity of the file as last seen (inode, size, times): any change triggers a reload. */
   private seen = '';
@@ -145,7 +154,6 @@ export class FileKeyStore extends MemoryKeyStore {
 
   /** Throws when the initial file cannot be read or is invalid: a gateway must not start keyless by accident. */
   constructor(opts: FileKeyStoreOptions) {
-    super();
     this.opts = opts;
     const first = this.load();
     if (!first.ok) throw new Error(`key file ${opts.path} is invalid:\n  ${first.problems.join('\n  ')}`);
@@ -190,40 +198,68 @@ export class FileKeyStore extends MemoryKeyStore {
     const parsed = parseKeyFile(text, this.opts.knownTiers);
     if (!parsed.ok) return parsed;
     // Carry over what only lives in memory (last use, exposure) for keys that survive the reload.
-    const previous = this.keysById;
-    this.companies = new Map(parsed.companies.map((c) => [c.id, c]));
-    this.keysById = new Map();
-    this.keysByHash = new Map();
-    for (const k of parsed.keys) {
-      const old = previous.get(k.id);
-      if (old && old.hash === k.hash) {
+    this.memory.replaceContents(parsed.companies, parsed.keys, (k, old) => {
+      if (old.hash === k.hash) {
         k.lastUsedAt = old.lastUsedAt;
         k.exposedAt = old.exposedAt;
       }
-      this.putKey(k);
-    }
+    });
     return { ok: true, companies: parsed.companies.length, keys: parsed.keys.length };
   }
 
-  override async createKey(_record: KeyRecord, _cap: number, _now: string): Promise<CreateKeyResult> {
+  async findKeyByHash(hash: string): Promise<KeyRecord | null> {
+    return this.memory.findKeyByHash(hash);
+  }
+  async getKey(id: string): Promise<KeyRecord | null> {
+    return this.memory.getKey(id);
+  }
+  async listKeys(companyId: string): Promise<KeyRecord[]> {
+    return this.memory.listKeys(companyId);
+  }
+  async touchKey(key: Pick<KeyRecord, 'id' | 'hash'>, at: string): Promise<void> {
+    return this.memory.touchKey(key, at);
+  }
+  async getCompany(id: string): Promise<Company | null> {
+    return this.memory.getCompany(id);
+  }
+  async listCompanies(): Promise<Company[]> {
+    return this.memory.listCompanies();
+  }
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    return this.memory.appendAudit(entry);
+  }
+  async readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
+    return this.memory.readAudit(opts);
+  }
+  async publish(msg: Invalidation): Promise<void> {
+    return this.memory.publish(msg);
+  }
+  subscribe(listener: (msg: Invalidation) => void): void {
+    this.memory.subscribe(listener);
+  }
+  async ping(): Promise<void> {
+    return this.memory.ping();
+  }
+
+  async createKey(_record: KeyRecord, _cap: number, _now: string): Promise<CreateKeyResult> {
     throw new StoreReadOnlyError();
   }
-  override async createCompany(_company: Company): Promise<boolean> {
+  async createCompany(_company: Company): Promise<boolean> {
     throw new StoreReadOnlyError();
   }
-  override async updateCompany(_id: string, _patch: CompanyPatch, _now: string): Promise<Company | null> {
+  async updateCompany(_id: string, _patch: CompanyPatch, _now: string): Promise<Company | null> {
     throw new StoreReadOnlyError();
   }
   /** Only the in-memory exposure flag may change; revocation belongs in the file. */
-  override async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
+  async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
     const keys = Object.keys(patch);
-    if (keys.length === 1 && keys[0] === 'exposedAt') return super.updateKey(id, patch);
+    if (keys.length === 1 && keys[0] === 'exposedAt') return this.memory.updateKey(id, patch);
     throw new StoreReadOnlyError();
   }
 
-  override async close(): Promise<void> {
+  async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await super.close();
+    await this.memory.close();
   }
 }
 

@@ -16,11 +16,11 @@ const AUDIT_CAP = 10_000;
  * refused (see server.ts). Records are copied in and out so callers cannot mutate stored state.
  */
 export class MemoryKeyStore implements KeyStore {
-  readonly kind: 'memory' | 'file' = 'memory';
-  readonly writable: boolean = true;
-  protected companies = new Map<string, Company>();
-  protected keysById = new Map<string, KeyRecord>();
-  protected keysByHash = new Map<string, KeyRecord>();
+  readonly kind = 'memory' as const;
+  readonly writable = true;
+  private companies = new Map<string, Company>();
+  private keysById = new Map<string, KeyRecord>();
+  private keysByHash = new Map<string, KeyRecord>();
   private audit: AuditEntry[] = [];
   private auditSeq = 0;
   private listeners: ((msg: Invalidation) => void)[] = [];
@@ -113,7 +113,29 @@ export class MemoryKeyStore implements KeyStore {
     this.listeners = [];
   }
 
-  protected putKey(rec: KeyRecord): void {
+  /**
+   * Replaces every company and key at once, synchronously (the file store's reload); audit entries
+   * and listeners stay. The given objects are stored as they are, so the caller hands them over.
+   * `carry(next, previous)` runs for each new key whose id existed before, with the record it
+   * replaces, so fields kept only in memory can survive. Publishes nothing.
+   */
+  replaceContents(
+    companies: Company[],
+    keys: KeyRecord[],
+    carry?: (next: KeyRecord, previous: KeyRecord) => void,
+  ): void {
+    const previous = this.keysById;
+    this.companies = new Map(companies.map((c) => [c.id, c]));
+    this.keysById = new Map();
+    this.keysByHash = new Map();
+    for (const k of keys) {
+      const old = previous.get(k.id);
+      if (old && carry) carry(k, old);
+      this.putKey(k);
+    }
+  }
+
+  private putKey(rec: KeyRecord): void {
     this.keysById.set(rec.id, rec);
     this.keysByHash.set(rec.hash, rec);
   }

@@ -1,5 +1,6 @@
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { RedisClient } from './redis-connection.js';
+import { createInvalidationSubscriber, type InvalidationSubscriber } from './redis-invalidations.js';
 import type {
   AuditEntry,
   Company,
@@ -59,6 +60,7 @@ const KEY_FIELDS = [
  *
  * Invalidations go out on the pub/sub channel `<prefix>invalidate`; a re-subscription (reconnect,
  * failover, another Cluster node) invalidates everything, since messages may have been missed.
+ * The subscriptions themselves live in `redis-invalidations.ts`.
  */
 export class RedisKeyStore implements KeyStore {
   readonly kind = 'redis' as const;
@@ -232,17 +234,12 @@ export class RedisKeyStore implements KeyStore {
       for (const l of this.listeners) l(msg);
     };
     const resubscribed = () => void this.invalidateAfterResubscribe();
-    this.invalidations =
-      this.subscriber instanceof Cluster
-        ? new ClusterNodeSubscriber(
-            this.subscriber,
-            this.client,
-            this.channel,
-            deliver,
-            resubscribed,
-            this.heartbeatMs,
-          )
-        : new SingleSubscriber(this.subscriber, this.channel, deliver, resubscribed, this.heartbeatMs);
+    this.invalidations = createInvalidationSubscriber(this.subscriber, this.client, {
+      channel: this.channel,
+      deliver,
+      resubscribed,
+      heartbeatMs: this.heartbeatMs,
+    });
     this.invalidations.start();
   }
 
@@ -330,193 +327,4 @@ function toCompany(h: Record<string, string>): Company | null {
     createdAt: h.createdAt ?? '',
     updatedAt: h.updatedAt ?? '',
   };
-}
-
-interface InvalidationSubscriber {
-  start(): void;
-  stop(): void;
-}
-
-/**
- * Single node and Sentinel: the subscriber client reconnects by itself (through the sentinels after
- * a failover) and ioredis re-subscribes; we subscribe again on every `ready` so we know when the
- * subscription is back, then invalidate everything. A PING heartbeat forces a reconnect when the
- * connection stays open but the server stopped answering.
- */
-class SingleSubscriber implements InvalidationSubscriber {
-  private timer: NodeJS.Timeout | null = null;
-  private subscribedOnce = false;
-  private stopped = false;
-  private readonly onReady = () => this.subscribe();
-  private readonly onMessage = (channel: string, text: string) => {
-    if (channel === this.channel) this.deliver(text);
-  };
-
-  constructor(
-    private readonly client: Redis,
-    private readonly channel: string,
-    private readonly deliver: (text: string) => void,
-    private readonly resubscribed: () => void,
-    private readonly heartbeatMs: number,
-  ) {}
-
-  start(): void {
-    this.client.on('message', this.onMessage);
-    this.client.on('ready', this.onReady);
-    if (this.client.status === 'ready') this.subscribe();
-    this.timer = setInterval(() => this.heartbeat(), this.heartbeatMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    this.client.off('ready', this.onReady);
-    this.client.off('message', this.onMessage);
-  }
-
-  private subscribe(): void {
-    this.client.subscribe(this.channel).then(
-      () => {
-        if (this.stopped) return;
-        if (this.subscribedOnce) this.resubscribed();
-        this.subscribedOnce = true;
-      },
-      () => {
-        // Not ready: the next `ready` calls us again. Ready but refused or timed out: start over,
-        // rather than stay connected and unsubscribed.
-        if (!this.stopped && this.client.status === 'ready') this.client.disconnect(true);
-      },
-    );
-  }
-
-  private heartbeat(): void {
-    if (this.client.status !== 'ready') return;
-    // commandTimeout bounds the PING; no answer means the server hangs or the path to it is gone.
-    this.client.ping().catch(() => {
-      if (!this.stopped && this.client.status === 'ready') this.client.disconnect(true);
-    });
-  }
-}
-
-/**
- * Cluster: PUBLISH reaches every node through the cluster bus, so one subscription on any node is
- * enough. ioredis's own Cluster subscriber moves to another node when its node fails but says
- * nothing about it, so messages published in between would be missed silently (and a subscriber
- * on a hung node misses everything). This one subscribes through a plain connection to one node at a
- * time (a replica when there is one), moves on when that node is lost or stops answering PING, and
- * invalidates everything after each move.
- */
-class ClusterNodeSubscriber implements InvalidationSubscriber {
-  private conn: Redis | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private retry: NodeJS.Timeout | null = null;
-  private subscribedOnce = false;
-  private failures = 0;
-  private next = Math.floor(Math.random() * 1000);
-  private lastFailed: string | null = null;
-  private stopped = false;
-
-  constructor(
-    private readonly cluster: Cluster,
-    private readonly data: RedisClient,
-    private readonly channel: string,
-    private readonly deliver: (text: string) => void,
-    private readonly resubscribed: () => void,
-    private readonly heartbeatMs: number,
-  ) {}
-
-  start(): void {
-    this.connect();
-    this.timer = setInterval(() => this.heartbeat(), this.heartbeatMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    if (this.retry) clearTimeout(this.retry);
-    this.conn?.disconnect();
-    this.conn = null;
-  }
-
-  /**
-   * Nodes known now, replicas first (delivering messages costs the node CPU; masters have the hot
-   * path to serve): the data client's list (kept current by its traffic and slot refreshes), else
-   * the subscriber client's.
-   */
-  private candidates(): Redis[] {
-    for (const role of ['slave', 'all'] as const) {
-      const seen = new Map<string, Redis>();
-      const lists = [this.data instanceof Cluster ? this.data.nodes(role) : [], this.cluster.nodes(role)];
-      for (const list of lists) for (const n of list) seen.set(nodeKey(n), n);
-      if (seen.size) return [...seen.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, n]) => n);
-    }
-    return [];
-  }
-
-  private connect(): void {
-    if (this.stopped) return;
-    const all = this.candidates();
-    // Not the node that just failed us, unless it is the only one known.
-    const nodes = all.length > 1 ? all.filter((n) => nodeKey(n) !== this.lastFailed) : all;
-    if (!nodes.length) return this.later();
-    const node = nodes[this.next++ % nodes.length]!;
-    // Same address, credentials, TLS and timeouts as the node's data connection; no reconnect of
-    // its own: when it ends we pick a node again.
-    const conn = node.duplicate({
-      connectionName: `${node.options.connectionName ?? 'notify-gateway'}:invalidations`,
-      lazyConnect: false,
-      enableOfflineQueue: false,
-      enableReadyCheck: true,
-      readOnly: false,
-      autoResubscribe: false,
-      retryStrategy: null,
-    });
-    this.conn = conn;
-    conn.on('error', () => undefined);
-    conn.on('message', (channel: string, text: string) => {
-      if (channel === this.channel) this.deliver(text);
-    });
-    conn.once('end', () => {
-      if (this.conn !== conn) return;
-      this.conn = null;
-      this.lastFailed = nodeKey(node);
-      this.later();
-    });
-    // Subscribe once connected (a queued SUBSCRIBE would run into commandTimeout on a slow connect).
-    conn.once('ready', () => {
-      conn.subscribe(this.channel).then(
-        () => {
-          if (this.stopped || this.conn !== conn) return;
-          this.failures = 0;
-          if (this.subscribedOnce) this.resubscribed();
-          this.subscribedOnce = true;
-        },
-        () => conn.disconnect(),
-      );
-    });
-  }
-
-  private later(): void {
-    if (this.stopped || this.retry) return;
-    const delay = Math.min(50 * 2 ** Math.min(this.failures++, 5), 1000);
-    this.retry = setTimeout(() => {
-      this.retry = null;
-      this.connect();
-    }, delay);
-    this.retry.unref();
-  }
-
-  private heartbeat(): void {
-    const conn = this.conn;
-    if (!conn || conn.status !== 'ready') return;
-    conn.ping().catch(() => {
-      if (this.conn === conn) conn.disconnect();
-    });
-  }
-}
-
-function nodeKey(n: Redis): string {
-  return `${n.options.host}:${n.options.port}`;
 }

@@ -1,6 +1,7 @@
 /** A company's standing, as the spec describes it (section 5). */
 export type CompanyStatus = 'active' | 'pending' | 'suspended';
 
+/** A customer of the fronted service; its tier picks the rate limit (spec section 5). */
 export interface Company {
   id: string;
   name: string;
@@ -29,11 +30,13 @@ export interface KeyRecord {
   rotatedTo: string | null;
 }
 
+/** The company fields an update may change; `updatedAt` is set by the store. */
 export type CompanyPatch = Partial<Pick<Company, 'name' | 'tier' | 'status' | 'apiAccess'>>;
 
 /** Cache invalidation message, published by writers and applied by every instance. */
 export type Invalidation = { kind: 'key'; hash: string } | { kind: 'company'; id: string } | { kind: 'all' };
 
+/** One audit trail event; `id` is assigned by the store on append. Never holds a key or a hash. */
 export interface AuditEntry {
   id?: string;
   at: string;
@@ -53,6 +56,21 @@ export type CreateKeyResult = { ok: true } | { ok: false; reason: 'company_not_f
  * `RedisKeyStore`. Reads return `null` for "not there"; every method rejects only on
  * infrastructure failure (or `StoreReadOnlyError` for writes to a read-only store).
  * Timestamps are `YYYY-MM-DDTHH:MM:SSZ` strings.
+ *
+ * A store of your own plugs in through `startGateway(config, { store })` or a `KeyVerifier`. Its
+ * `publish` must reach every instance's `subscribe` listeners (this one's included), or revocations
+ * wait for the cache TTL; a read-only store throws `StoreReadOnlyError` from its writes.
+ *
+ * @example
+ * // Keys kept by an existing system, read-only (like the file store):
+ * class LegacyKeyStore implements KeyStore {
+ *   readonly kind = 'file' as const;
+ *   readonly writable = false;
+ *   async findKeyByHash(hash: string) { return toKeyRecord(await legacyDb.keyByHash(hash)); }
+ *   async createKey(): Promise<CreateKeyResult> { throw new StoreReadOnlyError(); }
+ *   // ... every other method of the port
+ * }
+ * const gw = await startGateway(config, { store: new LegacyKeyStore() });
  */
 export interface KeyStore {
   readonly kind: 'memory' | 'file' | 'redis';

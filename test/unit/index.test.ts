@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as api from '../../src/index.js';
+
+// The public surface, sorted. Changing it is a decision: update this list and the CHANGELOG.
+const EXPECTED = [
+  'AdminService',
+  'AuthFailureLimiter',
+  'ERRORS',
+  'FileKeyStore',
+  'GatewayError',
+  'KeyVerifier',
+  'MemoryKeyStore',
+  'RedisKeyStore',
+  'StoreReadOnlyError',
+  'TierRateLimiter',
+  'configSchema',
+  'createApp',
+  'createLogger',
+  'createMetrics',
+  'createRedisClient',
+  'createStore',
+  'gatewaySignatureMiddleware',
+  'generateApiKey',
+  'hashApiKey',
+  'loadConfig',
+  'parseApiKey',
+  'signGatewayRequest',
+  'startGateway',
+  'validateConfig',
+  'verifyGatewaySignature',
+];
+
+test('the library exports exactly the gateway building blocks, nothing from the demo', () => {
+  assert.deepEqual(Object.keys(api).sort(), EXPECTED);
+  assert.ok(!('createExampleBackend' in api));
+  for (const name of EXPECTED) {
+    const value = (api as Record<string, unknown>)[name];
+    assert.ok(value !== undefined && value !== null, `${name} is exported but undefined`);
+  }
+});
