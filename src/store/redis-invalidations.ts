@@ -70,6 +70,10 @@ export class SingleSubscriber implements InvalidationSubscriber {
   ) {}
 
   start(): void {
+    // We subscribe again on every `ready` ourselves. ioredis's own re-subscription calls
+    // subscribe() without a catch: when the connection drops right after `ready` (a Redis flap),
+    // that is an unhandled rejection, which ends a Node process.
+    this.client.options.autoResubscribe = false;
     this.client.on('message', this.onMessage);
     this.client.on('ready', this.onReady);
     if (this.client.status === 'ready') this.subscribe();
