@@ -183,6 +183,18 @@ export const configSchema = z
         requestId: headerName.default('X-Request-Id'),
         /** Reuse a well-formed client X-Request-Id instead of generating one. */
         acceptClientRequestId: z.boolean().default(false),
+        /**
+         * More client headers never forwarded, from any peer (the built-in list covers hop-by-hop,
+         * forwarding, client-IP and override headers). A trailing `*` makes a prefix: `X-Internal-*`.
+         */
+        stripFromClients: z
+          .array(
+            z
+              .string()
+              .regex(/^[A-Za-z0-9_-]{1,64}\*?$/, 'must be a header name, or a name prefix ending in *')
+              .transform((v) => v.toLowerCase()),
+          )
+          .default([]),
       })
       .strict()
       .default({}),

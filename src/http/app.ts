@@ -13,6 +13,7 @@ import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { createRouteProxy } from '../proxy/route-proxy.js';
 import { createRouteMatcher, isSafeRequestPath } from '../proxy/routes.js';
+import { mayHoldKey } from '../proxy/key-material.js';
 import { createHeaderScrubber } from '../proxy/trusted-headers.js';
 import { signGatewayRequest } from '../signing.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
@@ -97,7 +98,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     );
   }
   // A client-sent signature header is as untrusted as a client-sent company id.
-  const scrubHeaders = createHeaderScrubber(h, [config.signing.header]);
+  const scrubHeaders = createHeaderScrubber(h, [config.signing.header, ...h.stripFromClients]);
   const trust = config.server.trustedProxies.length ? proxyAddr.compile(config.server.trustedProxies) : null;
 
   /** Answers with a registry error and records it for the access log. */
@@ -118,7 +119,13 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // ---- 1. request context: id, client address, access log line and metrics on finish
   const requestContext: RequestHandler = function requestContext(req, res, next) {
     const clientId = h.acceptClientRequestId ? req.headers[h.requestId] : undefined;
-    const id = typeof clientId === 'string' && REQUEST_ID_PATTERN.test(clientId) ? clientId : randomUUID();
+    // A client id that carries the key would put it in every log line and upstream request.
+    const id =
+      typeof clientId === 'string' &&
+      REQUEST_ID_PATTERN.test(clientId) &&
+      !mayHoldKey(clientId, req.headers['x-api-key'], config.keys.maxLength)
+        ? clientId
+        : randomUUID();
     const peer = req.socket.remoteAddress ?? '';
     const peerTrusted = trust !== null && trust(peer, 0);
     const state: RequestState = {
@@ -305,15 +312,16 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     const st = req.gw;
     const route = routeByPrefix.get(st.route)!;
     const peer = req.socket.remoteAddress ?? '';
-    const xff = req.headers['x-forwarded-for'];
-    // Client-sent X-Forwarded-* are believed only from a trusted proxy; otherwise they are replaced.
-    const forwardedFor = st.peerTrusted && typeof xff === 'string' && xff !== '' ? `${xff}, ${peer}` : peer;
-    const proto = isHttps(req) ? 'https' : 'http';
-    const host = (st.peerTrusted && firstValue(req.headers['x-forwarded-host'])) || req.headers.host || '';
     const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
     const connection = req.headers.connection;
     if (typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection)) st.clientClose = true;
-    const headers = scrubHeaders(req.headers);
+    // Read X-Forwarded-* and Host after scrubbing: nothing holding the key is echoed into them.
+    const headers = scrubHeaders(req.headers, st.peerTrusted);
+    const xff = headers['x-forwarded-for'];
+    // Client-sent X-Forwarded-* are believed only from a trusted proxy; otherwise they are replaced.
+    const forwardedFor = st.peerTrusted && typeof xff === 'string' && xff !== '' ? `${xff}, ${peer}` : peer;
+    const proto = isHttps(req) ? 'https' : 'http';
+    const host = (st.peerTrusted && firstValue(headers['x-forwarded-host'])) || headers.host || '';
     req.headers = headers; // http-proxy builds the upstream request from req.headers
     headers[h.companyId] = st.company!.id;
     headers[h.keyId] = st.key!.id;
@@ -322,6 +330,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     headers['x-forwarded-for'] = forwardedFor;
     headers['x-forwarded-proto'] = proto;
     if (host) headers['x-forwarded-host'] = host;
+    else delete headers['x-forwarded-host'];
     // The client waited for our go: only now, authenticated and within limits, may it send the body.
     if (expectContinue) res.writeContinue();
     void route.proxy(req, res, next);

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { createProxyMiddleware, proxyEventsPlugin, type RequestHandler } from 'http-proxy-middleware';
 import { sendError } from '../errors.js';
 import '../http/state.js';
+import { scrubResponseHeaders } from './trusted-headers.js';
 
 export interface RouteProxyOptions {
   target: string;
@@ -23,7 +24,44 @@ export interface RouteProxyOptions {
  * Bodies stream both ways; nothing is buffered. An upstream that dies mid-response makes the client
  * connection abort, so a cut-off response never looks complete.
  */
-export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<IncomingMessage, ServerResponse> {
+export function createRouteProxy(
+  opts: RouteProxyOptions,
+): (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => Promise<void> {
+  const basePath = targetBasePath(opts.target);
+  const proxy = createRouteProxyMiddleware(opts);
+  return function proxyRoute(req, res, next) {
+    // http-proxy emits 'proxyReq' only once a socket is assigned. When the agent's sockets are all
+    // busy, the body (or the end of a bodyless request) is piped in first, the request line and
+    // headers are fixed then, and a later setHeader() throws out of an event handler (a crash).
+    // So the request is finished when http-proxy starts piping into it, before any byte is written.
+    onFirstPipe(req, (proxyReq) => {
+      // http-proxy builds the path with url.parse and a slash-merging join (`/x/http:/evil` left
+      // as `/x/http://evil`): the upstream gets the path exactly as sent and matched instead.
+      // (The request line is not yet written: no `Expect` header, which the scrubber drops.)
+      proxyReq.path = basePath + (req.url ?? '/');
+      // Signing sees the path the upstream receives.
+      opts.onProxyReq?.(proxyReq, req);
+    });
+    return proxy(req, res, next);
+  };
+}
+
+/**
+ * Runs `fn` with the upstream request when http-proxy pipes `req` into it: synchronously after the
+ * request is created and before any body byte or header is written.
+ */
+function onFirstPipe(req: IncomingMessage, fn: (proxyReq: ClientRequest) => void): void {
+  const original = req.pipe;
+  req.pipe = function pipeOnce<T extends NodeJS.WritableStream>(dest: T, options?: { end?: boolean }): T {
+    req.pipe = original;
+    fn(dest as unknown as ClientRequest);
+    return original.call(req, dest, options) as T;
+  };
+}
+
+function createRouteProxyMiddleware(
+  opts: RouteProxyOptions,
+): RequestHandler<IncomingMessage, ServerResponse> {
   return createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: opts.target,
     changeOrigin: true,
@@ -79,13 +117,13 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
         if (opts.bodyLimitBytes > 0 && req.headers['content-length'] === undefined) {
           limitStreamedBody(req, res, proxyReq, opts.bodyLimitBytes);
         }
-        opts.onProxyReq?.(proxyReq, req);
       },
       // Runs before http-proxy copies the upstream's headers to the client response.
       proxyRes(proxyRes, req) {
         // Connection handling is between the client and the gateway: the upstream's hop-by-hop
-        // headers stay here, and a client that asked to close gets its connection closed.
-        delete proxyRes.headers['keep-alive'];
+        // headers stay here (RFC 9110 §7.6.1; http-proxy copies proxyRes.headers after this
+        // event), and a client that asked to close gets its connection closed.
+        scrubResponseHeaders(proxyRes.headers);
         proxyRes.headers.connection = req.gw.clientClose ? 'close' : 'keep-alive';
       },
       error(err, req, res) {
@@ -110,6 +148,14 @@ export function createRouteProxy(opts: RouteProxyOptions): RequestHandler<Incomi
       },
     },
   });
+}
+
+/**
+ * The target's own path, without trailing slashes, to prefix to the request's path:
+ * `http://b:9090` → `''`, `http://b:9090/base/` → `/base`. The target's query string is not used.
+ */
+function targetBasePath(target: string): string {
+  return new URL(target).pathname.replace(/\/+$/, '');
 }
 
 /** Counts a chunked body as it streams; past the limit, the upstream request is cut and 413 answered. */

@@ -32,8 +32,9 @@ export function createRouteMatcher<R extends Pick<Route, 'prefix'>>(
  * the matched route, and no backslash or NUL.
  */
 export function isSafeRequestPath(path: string): boolean {
-  // Empty segments (`//`) and fragments are dropped or rewritten by the proxy on the way out, so
-  // the upstream (and a signature) would see another path than the one matched here.
+  // Empty segments (`//`): the path is forwarded as sent, but many servers merge them, so an
+  // upstream could resolve `/a//b` to another route than the one matched here. Fragments are
+  // never part of a request target.
   if (path.charCodeAt(0) !== 47 || path.includes('//') || path.includes('#')) return false;
   if (path.includes('\\') || path.includes('%00') || path.includes('%5c') || path.includes('%5C'))
     return false;

@@ -1,7 +1,25 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { createKeyMaterialMatcher, type KeyMaterialMatcher } from './key-material.js';
 
-/** Hop-by-hop headers (RFC 9110 7.6.1) that a proxy must not forward. `transfer-encoding` stays: Node frames the body with it. */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'expect'];
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) and proxy-only ones a proxy must not forward in either
+ * direction. A request's `transfer-encoding` stays: Node frames the streamed body with it.
+ */
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  // Credentials and settings for this hop only: the gateway is not a forward proxy, and an
+  // HTTP/1.1 upstream must not see an h2c upgrade's settings.
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-authentication-info',
+  'http2-settings',
+];
 /** Headers that framing or routing needs; naming them in `Connection` does not remove them. */
 const NEVER_DROPPED = new Set([
   'close',
@@ -11,6 +29,50 @@ const NEVER_DROPPED = new Set([
   'transfer-encoding',
   'content-type',
 ]);
+
+/** Set by the gateway itself (forward step): a client's copy never passes, a trusted proxy's is read there. */
+const SET_BY_GATEWAY = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];
+
+/**
+ * Client-asserted identity, URL-override and method-override headers: dropped from every peer,
+ * trusted proxies included. Frameworks act on them (IIS/Symfony/Laminas: `X-Original-URL`,
+ * `X-Rewrite-URL`; Spring: `X-Forwarded-Prefix`; Rails/Rack: `X-HTTP-Method-Override`; many
+ * loggers and allow-lists: the client-IP family), so passing them would let a client step outside
+ * the route prefix, the method it was let through with, or the address the gateway saw.
+ */
+const CLIENT_ASSERTED = [
+  'forwarded',
+  'x-real-ip',
+  'true-client-ip',
+  'x-client-ip',
+  'client-ip',
+  'cf-connecting-ip',
+  'x-cluster-client-ip',
+  'fastly-client-ip',
+  'x-proxyuser-ip',
+  'x-originating-ip',
+  'x-remote-ip',
+  'x-remote-addr',
+  'wl-proxy-client-ip',
+  'proxy-client-ip',
+  'x-host',
+  'x-http-host-override',
+  'x-rewrite-url',
+  'x-forwarded-prefix',
+  'x-forwarded-uri',
+  'x-forwarded-url',
+  'x-forwarded-path',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+];
+/** `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides. */
+const CLIENT_ASSERTED_PREFIXES = ['x-original-'];
+/**
+ * The rest of the `X-Forwarded-*` family (`-Port`, `-Ssl`, `-Scheme`, `-Server`, ...) describes
+ * the connection to a proxy: believed from a trusted proxy only, like `X-Forwarded-For`.
+ */
+const FORWARDED_PREFIX = 'x-forwarded-';
 
 /** Normal form for comparing header names: lowercase, `_` as `-` (some servers treat them alike). */
 export function normaliseHeaderName(name: string): string {
@@ -24,17 +86,33 @@ export interface TrustedHeaderNames {
   requestId: string;
 }
 
+/** Header values as Node gives them. */
+type HeaderValue = string | string[] | undefined;
+
 /**
- * Builds the function that makes the upstream's header set from the client's: everything except
- * `X-API-Key`, every client-sent copy of a trusted header (any case, `_` variants, repeated lines —
- * Node joins those into one entry), the `X-Forwarded-*` family, hop-by-hop headers and any header
- * named in `Connection` (an attacker could otherwise make a next hop drop the gateway's own
- * headers). Copies into a new object rather than deleting: cheaper, and the client's view stays intact.
+ * Builds the function that makes the upstream's header set from the client's. Dropped, whatever
+ * the case, `_` variant or count (Node joins repeated lines into one entry):
+ * - `X-API-Key`, and every other header whose name or value holds the presented key in any
+ *   encoding (see `createKeyMaterialMatcher`); in `Cookie`, only the pairs that hold it;
+ * - client-sent copies of the trusted headers and of `extra` names (an entry ending in `*` is a
+ *   prefix: `X-Debug-*`);
+ * - hop-by-hop headers and every header named in `Connection` (an attacker could otherwise make a
+ *   next hop drop the gateway's own headers);
+ * - client-asserted identity, URL- and method-override headers (`CLIENT_ASSERTED`);
+ * - from a peer that is not a trusted proxy, every `X-Forwarded-*`. From a trusted proxy,
+ *   `X-Forwarded-For/-Proto/-Host` are kept for the caller to read (it replaces them) and the rest
+ *   of the family passes.
+ * Copies into a new object rather than deleting: cheaper, and the client's view stays intact.
  */
 export function createHeaderScrubber(
   names: TrustedHeaderNames,
   extra: readonly string[] = [],
-): (headers: IncomingHttpHeaders) => IncomingHttpHeaders {
+): (headers: IncomingHttpHeaders, peerTrusted?: boolean) => IncomingHttpHeaders {
+  const extraNames = extra.filter((n) => !n.endsWith('*'));
+  const prefixes = [
+    ...CLIENT_ASSERTED_PREFIXES,
+    ...extra.filter((n) => n.endsWith('*')).map((n) => normaliseHeaderName(n.slice(0, -1))),
+  ];
   const dropped = new Set(
     [
       names.companyId,
@@ -42,31 +120,75 @@ export function createHeaderScrubber(
       names.companyTier,
       names.requestId,
       'x-api-key',
-      'x-forwarded-for',
-      'x-forwarded-proto',
-      'x-forwarded-host',
-      'forwarded',
-      'x-real-ip',
-      ...extra,
+      ...CLIENT_ASSERTED,
+      ...extraNames,
       ...HOP_BY_HOP,
     ].map(normaliseHeaderName),
   );
-  return function scrubHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-    let named: Set<string> | null = null;
-    const connection = headers.connection;
-    if (typeof connection === 'string') {
-      for (const token of connection.split(',')) {
-        const t = token.trim().toLowerCase();
-        if (t && !NEVER_DROPPED.has(t)) (named ??= new Set()).add(t);
-      }
-    }
+  const setByGateway = new Set(SET_BY_GATEWAY);
+  return function scrubHeaders(headers: IncomingHttpHeaders, peerTrusted = false): IncomingHttpHeaders {
+    const named = connectionTokens(headers.connection);
+    const key = headers['x-api-key'];
+    const keyMatcher = typeof key === 'string' && key !== '' ? createKeyMaterialMatcher(key) : null;
     const out: IncomingHttpHeaders = {};
     for (const name in headers) {
       // Node hands us lowercase names already; only `_` needs folding, and only when present.
       const n = name.includes('_') ? name.replace(/_/g, '-') : name;
-      if (dropped.has(n) || (named !== null && named.has(name))) continue;
-      out[name] = headers[name];
+      if (dropped.has(n) || (named !== null && named.has(n))) continue;
+      if (n.startsWith(FORWARDED_PREFIX) && !peerTrusted) continue;
+      if (prefixes.length > 0 && prefixes.some((p) => n.startsWith(p))) continue;
+      if (setByGateway.has(n) && n !== name) continue; // only the canonical spelling is read
+      const value = keyMatcher === null ? headers[name] : withoutKey(n, name, headers[name], keyMatcher);
+      if (value !== undefined) out[name] = value;
     }
     return out;
   };
+}
+
+/** The header names listed in a `Connection` value, in normal form, or null when none. */
+function connectionTokens(connection: HeaderValue): Set<string> | null {
+  if (connection === undefined) return null;
+  let named: Set<string> | null = null;
+  for (const line of Array.isArray(connection) ? connection : [connection]) {
+    for (const token of line.split(',')) {
+      const t = normaliseHeaderName(token.trim());
+      if (t && !NEVER_DROPPED.has(t)) (named ??= new Set()).add(t);
+    }
+  }
+  return named;
+}
+
+/** The header's value with the key removed: undefined drops the header; a cookie loses only the pairs holding it. */
+function withoutKey(n: string, rawName: string, value: HeaderValue, m: KeyMaterialMatcher): HeaderValue {
+  if (value === undefined || m.holds(rawName)) return undefined;
+  if (n === 'cookie' && typeof value === 'string') {
+    const kept = value
+      .split(';')
+      .map((p) => p.trim())
+      .filter((p) => p !== '' && !m.holds(p));
+    return kept.length > 0 ? kept.join('; ') : undefined;
+  }
+  if (typeof value === 'string') return m.holds(value) ? undefined : value;
+  return value.some((v) => m.holds(v)) ? undefined : value;
+}
+
+/** Response headers that only the next hop may act on, beyond those named in `Connection`. */
+const RESPONSE_HOP_BY_HOP = HOP_BY_HOP.filter((n) => n !== 'expect');
+
+/**
+ * Removes, in place, what an upstream's response must not pass on to the client (RFC 9110
+ * §7.6.1): `Connection` and every header it names, `Keep-Alive`, `Proxy-*`, `TE`, `Trailer`
+ * (trailers are not relayed), `Upgrade` (a 101 is never relayed either), and a plain
+ * `Transfer-Encoding: chunked` (Node frames the client's response itself). A `Transfer-Encoding`
+ * with other codings stays, since the body is still in them. Call it before the headers are
+ * copied to the client's response; the caller sets its own `Connection`.
+ */
+export function scrubResponseHeaders(headers: IncomingHttpHeaders): void {
+  const named = connectionTokens(headers.connection);
+  if (named !== null) {
+    for (const name in headers) if (named.has(normaliseHeaderName(name))) delete headers[name];
+  }
+  for (const n of RESPONSE_HOP_BY_HOP) delete headers[n];
+  const te = headers['transfer-encoding'];
+  if (typeof te === 'string' && te.trim().toLowerCase() === 'chunked') delete headers['transfer-encoding'];
 }

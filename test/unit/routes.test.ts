@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createRouteMatcher, isSafeRequestPath } from '../../src/proxy/routes.js';
-import { createHeaderScrubber, normaliseHeaderName } from '../../src/proxy/trusted-headers.js';
+import {
+  createHeaderScrubber,
+  normaliseHeaderName,
+  scrubResponseHeaders,
+} from '../../src/proxy/trusted-headers.js';
 
 describe('route matching', () => {
   const match = createRouteMatcher([
@@ -43,6 +47,8 @@ describe('route matching', () => {
   });
 });
 
+const KEY = 'nk_live_0123456789abcdefghijABCDEFGHIJ0123456789';
+
 describe('trusted header scrubbing', () => {
   const scrub = createHeaderScrubber({
     companyId: 'x-company-id',
@@ -53,7 +59,7 @@ describe('trusted header scrubbing', () => {
   test('removes the key, trusted headers in any form, X-Forwarded-*, hop-by-hop and Connection-named headers', () => {
     const h: Record<string, string> = {
       host: 'a',
-      'x-api-key': 'k',
+      'x-api-key': KEY,
       'x-company-id': 'evil',
       x_company_id: 'evil',
       'x-company_tier': 'evil',
@@ -80,6 +86,58 @@ describe('trusted header scrubbing', () => {
       'content-type': 'application/json',
       'x-other': 'kept',
     });
+  });
+  test('the X-Forwarded-* family: dropped from untrusted peers; from trusted ones only the canonical spelling', () => {
+    const h = {
+      'x-forwarded-for': '1.1.1.1',
+      x_forwarded_for: '6.6.6.6',
+      'x-forwarded-port': '443',
+      'x-forwarded-prefix': '/admin',
+      'x-original-url': '/admin',
+      'x-http-method-override': 'DELETE',
+      'proxy-authorization': 'Basic x',
+    };
+    assert.deepEqual(scrub(h), {});
+    assert.deepEqual(scrub(h, true), { 'x-forwarded-for': '1.1.1.1', 'x-forwarded-port': '443' });
+  });
+  test('extra names and prefixes', () => {
+    const s = createHeaderScrubber({ companyId: 'a', keyId: 'b', companyTier: 'c', requestId: 'd' }, [
+      'x-sig',
+      'x-internal-*',
+    ]);
+    assert.deepEqual(
+      s({ 'x-sig': '1', x_sig: '1', 'x-internal-a': '1', x_internal_b: '1', 'x-internals': 'kept' }),
+      {
+        'x-internals': 'kept',
+      },
+    );
+  });
+  test('the key: a header holding it is dropped, a cookie loses only the pair holding it', () => {
+    const out = scrub({
+      'x-api-key': KEY,
+      authorization: `Bearer ${KEY}`,
+      cookie: `a=1; k=${encodeURIComponent(KEY)}; b=2`,
+      'x-other': 'kept',
+    });
+    assert.deepEqual(out, { cookie: 'a=1; b=2', 'x-other': 'kept' });
+  });
+  test('response: Connection-named, hop-by-hop and plain chunked Transfer-Encoding removed in place', () => {
+    const h: Record<string, string> = {
+      connection: 'close, X-Debug, x_internal',
+      'x-debug': '1',
+      x_internal: '1',
+      'keep-alive': 'timeout=5',
+      'proxy-authenticate': 'Basic',
+      upgrade: 'h2c',
+      trailer: 'x-sum',
+      'transfer-encoding': 'chunked',
+      'content-type': 'text/plain',
+    };
+    scrubResponseHeaders(h);
+    assert.deepEqual(h, { 'content-type': 'text/plain' });
+    const gz: Record<string, string> = { 'transfer-encoding': 'gzip, chunked' };
+    scrubResponseHeaders(gz);
+    assert.deepEqual(gz, { 'transfer-encoding': 'gzip, chunked' }, 'other codings stay: the body is in them');
   });
   test('normalised names', () => {
     assert.equal(normaliseHeaderName('X_Company_ID'), 'x-company-id');

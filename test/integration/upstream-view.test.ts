@@ -1,0 +1,542 @@
+import assert from 'node:assert/strict';
+import { request, type IncomingHttpHeaders } from 'node:http';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { verifyGatewaySignature } from '../../src/signing.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { send, sendRaw } from '../helpers/http.js';
+import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
+
+/**
+ * What crosses the gateway (INVARIANTS #9, #10, #1): each test asserts on exactly what the
+ * recording upstream saw (raw header list, path) or on the raw bytes the client got.
+ */
+
+const SECRET = 'a-shared-signing-secret-of-32-chars-or-more';
+
+/** A request from a chosen loopback source address with a raw header list (names may repeat). */
+function sendFrom(
+  localAddress: string,
+  port: number,
+  path: string,
+  headers: [string, string][],
+): Promise<{ status: number; headers: IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        localAddress,
+        agent: false,
+        headers: ['Host', `127.0.0.1:${port}`, ...headers.flat()],
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Lowercased names of the raw header list the upstream received, in order. */
+function namesOf(r: Received): string[] {
+  return r.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+}
+
+function valuesOf(r: Received, name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < r.rawHeaders.length; i += 2)
+    if (r.rawHeaders[i]!.toLowerCase() === name) out.push(r.rawHeaders[i + 1]!);
+  return out;
+}
+
+const b64 = (s: string) => Buffer.from(s, 'latin1').toString('base64');
+const b64url = (s: string) => Buffer.from(s, 'latin1').toString('base64url');
+const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
+
+/** Every form of the key this file sends, for the "not anywhere" check. */
+function keyForms(key: string): string[] {
+  return [key, key.toLowerCase(), key.toUpperCase(), pct(key), pct(key).toUpperCase(), b64(key), b64url(key)];
+}
+
+function assertNoKey(r: Received, key: string, label: string): void {
+  const text = JSON.stringify(r.rawHeaders) + '\n' + r.url;
+  for (const form of keyForms(key))
+    assert.ok(!text.includes(form), `${label}: a form of the key reached the upstream`);
+  // Base64 at any alignment: the core of the encoding of the key after 0, 1 or 2 other bytes.
+  for (let i = 0; i < 3; i++) {
+    const core = b64('\0'.repeat(i) + key).slice(
+      Math.ceil((i * 8) / 6),
+      Math.floor(((i + key.length) * 8) / 6),
+    );
+    const plain = text.replace(/-/g, '+').replace(/_/g, '/');
+    assert.ok(!plain.includes(core), `${label}: the key reached the upstream in base64 (offset ${i})`);
+  }
+}
+
+describe('what the upstream and the client see', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      server: { trustedProxies: ['127.0.0.2'] },
+      routes: [
+        { prefix: '/notify/v1', target: upstream.url },
+        { prefix: '/based', target: `${upstream.url}/base` },
+        { prefix: '/slashed', target: `${upstream.url}/base/` },
+      ],
+      headers: { acceptClientRequestId: true },
+      rateLimit: { tiers: [{ name: 'standard', points: 100_000, duration: 60 }] },
+    });
+    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'standard' })).ok);
+    const k = await t.gw.service.createKey('acme', {});
+    assert.ok(k.ok);
+    key = k.value.key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.received.length = 0;
+    upstream.handle((_req, res) => {
+      res.setHeader('Content-Type', 'application/json');
+      res.end('{"ok":true}');
+    });
+  });
+
+  test('finding 8: a copy of the key in any other header, in any encoding, never reaches the upstream', async () => {
+    const spaced = `${key.slice(0, 12)} ${key.slice(12, 30)}\t${key.slice(30)}`;
+    const cases: [string, string][] = [
+      ['Authorization', `Bearer ${key}`],
+      ['Authorization', `bearer    ${key}   `],
+      ['Authorization', `BEARER ${key.toUpperCase()}`],
+      ['Authorization', `Basic ${b64(`${key}:`)}`],
+      ['Authorization', `Basic ${b64(`user:${key}`)}`],
+      ['Authorization', `Basic ${b64(`ab:${key}`)}`],
+      ['Authorization', `basic ${b64url(`${key}:`)}`],
+      ['X-Auth', key],
+      ['X-Auth', key.toLowerCase()],
+      ['X-Auth', spaced],
+      ['X-Auth', pct(key)],
+      ['X-Auth', pct(key).toUpperCase()],
+      ['X-Auth', pct(pct(key))],
+      ['X-Auth', encodeURIComponent(`Bearer ${key}`)],
+      ['X-Auth', `prefix-${b64('x' + key)}`],
+      ['X-Auth', encodeURIComponent(b64(`u:${key}`))],
+      ['X-Token', `eyJhbGciOiJub25lIn0.${b64url(JSON.stringify({ k: key }))}.`],
+      ['X-Hex', Buffer.from(key).toString('hex')],
+      ['Tracestate', `vendor=${key}`],
+      ['X-Request-Id', key],
+      [`X-${key}`, '1'],
+    ];
+    for (const [name, value] of cases) {
+      upstream.received.length = 0;
+      const label = `${name}: ${value.slice(0, 24)}…`;
+      const r = await send(t.port, '/notify/v1/x', {
+        headers: [
+          ['X-API-Key', key],
+          [name, value],
+          ['X-Innocent', 'stays'],
+        ],
+      });
+      assert.equal(r.status, 200, label);
+      const got = upstream.received[0]!;
+      assertNoKey(got, key, label);
+      assert.ok(
+        !namesOf(got).includes(name.toLowerCase()) || name === 'X-Request-Id',
+        `${label}: header kept`,
+      );
+      assert.deepEqual(valuesOf(got, 'x-innocent'), ['stays'], `${label}: an unrelated header was dropped`);
+      // A request id made of the key is never adopted: not for the upstream, the client or the log.
+      assert.ok(!String(r.headers['x-request-id']).includes(key), label);
+    }
+    assert.ok(!t.logText().includes(key), 'the key reached the log');
+  });
+
+  test('finding 8: only the cookie pair that holds the key is dropped; headers without the key pass', async () => {
+    const cookies: [string, string | undefined][] = [
+      [`a=1; session=${key}; b=2`, 'a=1; b=2'],
+      [`a=1;tok=${pct(key)};b=2`, 'a=1; b=2'],
+      [`auth=${b64(`${key}:`)}; theme=dark`, 'theme=dark'],
+      [`${key}=1; theme=dark`, 'theme=dark'],
+      [`only=${key}`, undefined],
+    ];
+    for (const [sent, expected] of cookies) {
+      upstream.received.length = 0;
+      const r = await send(t.port, '/notify/v1/x', {
+        headers: [
+          ['X-API-Key', key],
+          ['Cookie', sent],
+        ],
+      });
+      assert.equal(r.status, 200);
+      const got = upstream.received[0]!;
+      assertNoKey(got, key, sent);
+      assert.deepEqual(valuesOf(got, 'cookie'), expected === undefined ? [] : [expected], sent);
+    }
+    upstream.received.length = 0;
+    await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ['Authorization', 'Bearer some-other-credential'],
+        ['Cookie', 'a=1; b=2'],
+      ],
+    });
+    const got = upstream.received[0]!;
+    assert.deepEqual(valuesOf(got, 'authorization'), ['Bearer some-other-credential']);
+    assert.deepEqual(valuesOf(got, 'cookie'), ['a=1; b=2']);
+  });
+
+  test('finding 8: the key in Host or in a trusted proxy’s X-Forwarded-* is not echoed into X-Forwarded-*', async () => {
+    const viaHost = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['Host', key.toLowerCase()],
+        ['X-API-Key', key],
+      ],
+    });
+    // Refusing such a Host is fine too; forwarding it is not.
+    assert.ok(viaHost.status === 200 || viaHost.status === 400, String(viaHost.status));
+    for (const r of upstream.received) assertNoKey(r, key, 'Host');
+    upstream.received.length = 0;
+    const viaProxy = await sendFrom('127.0.0.2', t.port, '/notify/v1/x', [
+      ['X-API-Key', key],
+      ['X-Forwarded-For', `${key}, 203.0.113.9`],
+      ['X-Forwarded-Host', key],
+    ]);
+    assert.equal(viaProxy.status, 200);
+    const got = upstream.received[0]!;
+    assertNoKey(got, key, 'trusted X-Forwarded-*');
+    assert.deepEqual(valuesOf(got, 'x-forwarded-for'), ['127.0.0.2']);
+    assert.deepEqual(valuesOf(got, 'x-forwarded-host'), [`127.0.0.1:${t.port}`]);
+  });
+
+  const FAMILY: [string, string][] = [
+    ['X-Forwarded-Port', '1'],
+    ['X-Forwarded-Prefix', '/admin'],
+    ['X-Forwarded-Ssl', 'on'],
+    ['X-Forwarded-Scheme', 'https'],
+    ['X-Forwarded-Server', 'evil.example'],
+    ['X-Forwarded-Uri', '/admin'],
+    ['X-Forwarded-Path', '/admin'],
+    ['X-Forwarded-Url', 'http://evil.example/admin'],
+    ['X-Forwarded-Client-Cert', 'Hash=evil'],
+    ['X-Forwarded-Whatever', 'evil'],
+    ['X_Forwarded_Port', '2'],
+    ['X-Original-URL', '/admin'],
+    ['X-Original-Uri', '/admin'],
+    ['X-Original-Host', 'evil.example'],
+    ['X-Rewrite-URL', '/admin'],
+    ['X-Original-Forwarded-For', '6.6.6.6'],
+    ['True-Client-IP', '6.6.6.6'],
+    ['X-Client-IP', '6.6.6.6'],
+    ['CF-Connecting-IP', '6.6.6.6'],
+    ['X-Cluster-Client-IP', '6.6.6.6'],
+    ['Fastly-Client-IP', '6.6.6.6'],
+    ['X-ProxyUser-Ip', '6.6.6.6'],
+    ['Client-IP', '6.6.6.6'],
+    ['X-Real-IP', '6.6.6.6'],
+    ['Forwarded', 'for=6.6.6.6;host=evil.example'],
+    ['X-Host', 'evil.example'],
+    ['X-HTTP-Host-Override', 'evil.example'],
+    ['X-HTTP-Method-Override', 'DELETE'],
+    ['X-HTTP-Method', 'DELETE'],
+    ['X-Method-Override', 'DELETE'],
+    ['Proxy-Authorization', 'Basic ZXZpbDpldmls'],
+    ['Proxy-Connection', 'keep-alive'],
+    ['HTTP2-Settings', 'AAMAAABkAARAAAAAAAIAAAAA'],
+  ];
+  /** Passed from a trusted proxy (they describe its connection); everything else above never passes. */
+  const FROM_TRUSTED = new Set([
+    'x-forwarded-port',
+    'x_forwarded_port',
+    'x-forwarded-ssl',
+    'x-forwarded-scheme',
+    'x-forwarded-server',
+    'x-forwarded-client-cert',
+    'x-forwarded-whatever',
+  ]);
+
+  test('finding 10: forwarding, client-IP, URL- and method-override headers from an untrusted peer never pass', async () => {
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ['X-Forwarded-For', '6.6.6.6'],
+        ['X-Forwarded-Host', 'evil.example'],
+        ...FAMILY,
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const names = namesOf(got);
+    for (const [name] of FAMILY)
+      assert.ok(!names.includes(name.toLowerCase()), `${name} reached the upstream`);
+    assert.deepEqual(valuesOf(got, 'x-forwarded-for'), ['127.0.0.1']);
+    assert.deepEqual(valuesOf(got, 'x-forwarded-proto'), ['http']);
+    assert.deepEqual(valuesOf(got, 'x-forwarded-host'), [`127.0.0.1:${t.port}`]);
+    assert.ok(!/evil|6\.6\.6\.6|admin|DELETE/.test(JSON.stringify(got.rawHeaders)));
+    assert.equal(got.method, 'GET');
+  });
+
+  test('finding 10: from a trusted proxy, X-Forwarded-For is appended and -Host believed; overrides still never pass', async () => {
+    const r = await sendFrom('127.0.0.2', t.port, '/notify/v1/x', [
+      ['X-API-Key', key],
+      ['X-Forwarded-For', '203.0.113.9'],
+      ['X-Forwarded-Host', 'api.example'],
+      ['X-Forwarded-Proto', 'https'],
+      ...FAMILY,
+    ]);
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const names = namesOf(got);
+    for (const [name] of FAMILY) {
+      const n = name.toLowerCase();
+      if (FROM_TRUSTED.has(n))
+        assert.equal(names.filter((x) => x === n).length, 1, `${name} from a trusted proxy`);
+      else assert.ok(!names.includes(n), `${name} reached the upstream from a trusted proxy`);
+    }
+    assert.deepEqual(valuesOf(got, 'x-forwarded-for'), ['203.0.113.9, 127.0.0.2']);
+    assert.deepEqual(valuesOf(got, 'x-forwarded-host'), ['api.example']);
+    assert.deepEqual(valuesOf(got, 'x-forwarded-proto'), ['https']);
+  });
+
+  test('finding 11: headers named in the client’s Connection never reach the upstream', async () => {
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ['Connection', 'keep-alive,X-One ,  x-TWO'],
+        ['Connection', 'X-Three'],
+        ['X-One', '1'],
+        ['X-Two', '2'],
+        ['X-Three', '3'],
+        ['X-Four', '4'],
+        ['Keep-Alive', 'timeout=5'],
+        ['TE', 'trailers'],
+        ['Upgrade', 'h2c'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const names = namesOf(upstream.received[0]!);
+    for (const n of ['x-one', 'x-two', 'x-three', 'keep-alive', 'te', 'upgrade'])
+      assert.ok(!names.includes(n), `${n} reached the upstream`);
+    assert.ok(names.includes('x-four'));
+  });
+
+  test('finding 11: the upstream’s hop-by-hop headers never reach the client', async () => {
+    upstream.handle((_req, res) => {
+      res.setHeader('Connection', 'keep-alive, X-Internal-Debug, X-Other-Internal');
+      res.setHeader('X-Internal-Debug', 'db=10.0.0.5');
+      res.setHeader('X-Other-Internal', 'secret');
+      res.setHeader('Keep-Alive', 'timeout=99');
+      res.setHeader('Proxy-Authenticate', 'Basic realm="internal"');
+      res.setHeader('Proxy-Connection', 'keep-alive');
+      res.setHeader('Upgrade', 'h2c');
+      res.setHeader('Trailer', 'X-Checksum');
+      res.setHeader('Transfer-Encoding', 'chunked');
+      res.setHeader('X-Kept', 'yes');
+      res.write('hello ');
+      res.addTrailers({ 'X-Checksum': 'abc' });
+      res.end('world');
+    });
+    const raw = await sendRaw(
+      t.port,
+      `GET /notify/v1/x HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+      3000,
+    );
+    const [head, body] = [raw.slice(0, raw.indexOf('\r\n\r\n')), raw.slice(raw.indexOf('\r\n\r\n') + 4)];
+    assert.match(head, /^HTTP\/1\.1 200 /);
+    const names = head
+      .split('\r\n')
+      .slice(1)
+      .map((l) => l.slice(0, l.indexOf(':')).toLowerCase());
+    for (const n of [
+      'x-internal-debug',
+      'x-other-internal',
+      'keep-alive',
+      'proxy-authenticate',
+      'proxy-connection',
+      'upgrade',
+      'trailer',
+    ])
+      assert.ok(!names.includes(n), `${n} reached the client`);
+    assert.deepEqual(
+      names.filter((n) => n === 'connection' || n === 'transfer-encoding'),
+      ['connection', 'transfer-encoding'],
+    );
+    assert.match(head, /\r\nConnection: close(\r\n|$)/i);
+    assert.match(head, /\r\nTransfer-Encoding: chunked(\r\n|$)/i);
+    assert.match(head, /\r\nX-Kept: yes/i);
+    // Framed by the gateway, and no trailer section.
+    assert.equal(body, '6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n');
+  });
+
+  test('finding 11: Proxy-Authenticate on a 407 and Upgrade on a 426 do not pass either', async () => {
+    upstream.handle((_req, res) => {
+      res.writeHead(407, { 'Proxy-Authenticate': 'Basic realm="internal"', 'Content-Length': '0' });
+      res.end();
+    });
+    const r = await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': key } });
+    assert.equal(r.status, 407);
+    assert.equal(r.headers['proxy-authenticate'], undefined);
+    upstream.handle((_req, res) => {
+      res.writeHead(426, { Upgrade: 'TLS/1.2', Connection: 'Upgrade', 'Content-Length': '0' });
+      res.end();
+    });
+    const u = await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': key } });
+    assert.equal(u.status, 426);
+    assert.equal(u.headers.upgrade, undefined);
+    assert.notEqual(String(u.headers.connection).toLowerCase(), 'upgrade');
+  });
+
+  test('finding 12: the upstream receives the path and query exactly as sent', async () => {
+    const exact = [
+      '/notify/v1',
+      '/notify/v1?',
+      '/notify/v1/http:/evil',
+      '/notify/v1/https:/evil/x',
+      '/notify/v1/x/http:/evil?u=http://evil//x',
+      '/notify/v1/a;b=c/d;e',
+      '/notify/v1/a%2Fb%2f',
+      '/notify/v1/%7e%41%20x',
+      '/notify/v1/x?',
+      '/notify/v1/x??a=1',
+      '/notify/v1/x?a=1&&b=%zz&c=%2F%2F&d=//e',
+      "/notify/v1/x'!$&()*+,=@:",
+      '/notify/v1/x/',
+      '/notify/v1/.x/..y/...',
+    ];
+    for (const path of exact) {
+      upstream.received.length = 0;
+      const r = await send(t.port, path, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 200, path);
+      assert.equal(upstream.received[0]?.url, path);
+    }
+  });
+
+  test('finding 12: a target with a base path gets it prepended, nothing else changes', async () => {
+    const cases: [string, string][] = [
+      ['/based', '/base/based'],
+      ['/based/x', '/base/based/x'],
+      ['/based/http:/evil?q=1', '/base/based/http:/evil?q=1'],
+      ['/based/a%2F;x=1/?', '/base/based/a%2F;x=1/?'],
+      ['/slashed/x', '/base/slashed/x'],
+      ['/slashed/https:/y', '/base/slashed/https:/y'],
+    ];
+    for (const [sent, expected] of cases) {
+      upstream.received.length = 0;
+      const r = await send(t.port, sent, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 200, sent);
+      assert.equal(upstream.received[0]?.url, expected, sent);
+    }
+  });
+
+  test('finding 12: paths an upstream could resolve elsewhere are refused, never rewritten and forwarded', async () => {
+    for (const path of [
+      '//notify/v1/x',
+      '/notify/v1//x',
+      '/notify/v1/./x',
+      '/notify/v1/../x',
+      '/notify/v1/%2e%2e/x',
+      '/notify/v1/%2E/x',
+      '/notify/v1/..;/x',
+      '/notify/v1/x/..',
+    ]) {
+      const r = await send(t.port, path, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 400, path);
+    }
+    assert.equal(upstream.received.length, 0);
+  });
+});
+
+describe('configured names and signatures', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: `${upstream.url}/base` }],
+      signing: { enabled: true, secret: SECRET },
+      // One upstream socket: concurrent requests wait for it (see the saturation test).
+      upstream: { maxSockets: 1 },
+      headers: { stripFromClients: ['X-Internal-Token', 'X-Debug-*'] },
+    });
+    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'standard' })).ok);
+    const k = await t.gw.service.createKey('acme', {});
+    assert.ok(k.ok);
+    key = k.value.key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('headers.stripFromClients: named headers and prefixes never reach the upstream', async () => {
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ['X-Internal-Token', 'a'],
+        ['x_internal_token', 'b'],
+        ['X-Debug-Mode', 'c'],
+        ['X-Debug-', 'd'],
+        ['X-Debugger', 'kept'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const names = namesOf(upstream.received[0]!);
+    assert.ok(!names.some((n) => /internal|debug-/.test(n)), names.join());
+    assert.ok(names.includes('x-debugger'));
+  });
+
+  test('finding 12: the signature covers exactly the path the upstream received', async () => {
+    for (const path of ['/notify/v1/http:/evil', '/notify/v1/a%2F;b?c=//d', '/notify/v1?']) {
+      upstream.received.length = 0;
+      const r = await send(t.port, path, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 200, path);
+      const got = upstream.received[0]!;
+      assert.equal(got.url, `/base${path}`);
+      const check = verifyGatewaySignature(
+        { method: got.method, url: got.url, headers: got.headers },
+        { secret: SECRET },
+      );
+      assert.equal(check.ok, true, `${path}: ${JSON.stringify(check)}`);
+    }
+  });
+
+  test('finding 12: with every upstream socket busy, paths and signatures stay exact (no crash, no rejoined path)', async () => {
+    // With the agent's sockets all in use, the request is written before a socket is assigned:
+    // the path and the signature must be set before that, not on the socket event.
+    upstream.received.length = 0;
+    upstream.handle((_req, res) => setTimeout(() => res.end('{}'), 20));
+    const paths = Array.from({ length: 6 }, (_, i) => `/notify/v1/http:/evil/${i}`);
+    const replies = await Promise.all(
+      paths.map((p, i) =>
+        send(t.port, p, {
+          method: i % 2 ? 'POST' : 'GET',
+          headers: { 'X-API-Key': key },
+          body: i % 2 ? 'x' : undefined,
+        }),
+      ),
+    );
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      paths.map(() => 200),
+    );
+    assert.deepEqual(upstream.received.map((r) => r.url).sort(), paths.map((p) => `/base${p}`).sort());
+    for (const got of upstream.received) {
+      const check = verifyGatewaySignature(
+        { method: got.method, url: got.url, headers: got.headers },
+        { secret: SECRET },
+      );
+      assert.equal(check.ok, true, got.url);
+    }
+  });
+});
