@@ -21,7 +21,7 @@ import { childCache, createMetrics, type GatewayMetrics } from './observability/
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { FileKeyStore } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
-import { createRedisClient, waitForReady, type RedisClient } from './store/redis-connection.js';
+import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
 import { RedisKeyStore } from './store/redis-store.js';
 import { isKeyActive, type KeyStore } from './store/types.js';
 

@@ -1,5 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
-import type { RedisClient } from './redis-connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type {
   AuditEntry,
   Company,

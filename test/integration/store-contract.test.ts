@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { FileKeyStore, parseKeyFile } from '../../src/store/file-store.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import { createRedisClient, waitForReady } from '../../src/store/redis-connection.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
 import {
   isoSeconds,
