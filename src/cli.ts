@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
 import { randomBytes } from 'node:crypto';
 import { displayPrefixOf, ENVIRONMENT_PATTERN, generateApiKey, hashApiKey } from './auth/api-key.js';
-import { isoSeconds } from './store/types.js';
+import { isoSeconds } from './time.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';

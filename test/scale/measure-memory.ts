@@ -12,7 +12,7 @@ import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { TierRateLimiter } from '../../src/ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
-import { isoSeconds } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
 import { startRedis } from '../helpers/redis.js';
 import { redisCmd } from '../helpers/topologies.js';
 
