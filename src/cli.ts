@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ENVIRONMENT_PATTERN, hashApiKey } from './auth/api-key.js';
 import { createKeyRecord } from './auth/key-record.js';
 import { maskUrlCredentials } from './redact.js';
-import { isoSeconds } from './store/types.js';
+import { isoSeconds } from './time.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';

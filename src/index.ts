@@ -31,7 +31,7 @@ export { startGateway, createStore, type GatewayHandle, type StartOptions } from
  */
 export { createApp, type AppDeps } from './http/app.js';
 
-export { createRedisClient, type RedisClient } from './store/redis-connection.js';
+export { createRedisClient, type RedisClient } from './redis/connection.js';
 export { KeyVerifier, type VerifierOptions, type Verification } from './auth/verify.js';
 export {
   TierRateLimiter,

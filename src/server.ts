@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { LRUCache } from 'lru-cache';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -8,9 +7,10 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { AdminService } from './admin/service.js';
-import { hashApiKey, parseApiKey } from './auth/api-key.js';
+import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
 import { rawErrorResponse, safeMessage } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
@@ -18,12 +18,13 @@ import { createApp } from './http/app.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { childCache, createMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { createReadinessCheck } from './observability/readiness.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
+import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
 import { FileKeyStore } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
-import { createRedisClient, waitForReady, type RedisClient } from './store/redis-connection.js';
 import { RedisKeyStore } from './store/redis-store.js';
-import { isKeyActive, type KeyStore } from './store/types.js';
+import type { KeyStore } from './store/types.js';
 
 export interface GatewayHandle {
   /** Port the gateway listens on (useful with port 0). */
@@ -120,29 +121,102 @@ export async function startGateway(
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
   const built = opts.store ? { store: opts.store, redis: undefined } : await createStore(config, logger);
   const { store } = built;
-  // The limiter shares the store's Redis, or (file-store sidecars) a Redis of its own.
-  let limiterRedis: RedisClient | undefined = built.redis;
-  let ownLimiterRedis: RedisClient | undefined;
-  if (!limiterRedis && config.rateLimit.redisUrl) {
-    ownLimiterRedis = limiterRedis = createRedisClient(
-      { ...config.store.redis, url: config.rateLimit.redisUrl },
-      'notify-gateway-limiter',
-    );
-    logRedisErrors(ownLimiterRedis, logger, 'rate-limit redis');
-    if (!(await waitForReady(ownLimiterRedis, config.store.redis.connectTimeoutMs))) {
-      logger.warn('the rate-limit Redis is not reachable yet; starting on the failure policy');
-    }
-  }
+  const limiterRedis = await createLimiterRedis(config, logger, built.redis);
+  const limiter = createLimiter(config, limiterRedis.client, metrics);
+  const verifier = createVerifier(config, store, metrics);
+  const service = new AdminService({
+    store,
+    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    maxActiveKeys: config.keys.maxActiveKeys,
+    rotationAgeDays: config.keys.rotationAgeDays,
+    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
+  });
+  const onKeyInUrl = createExposedKeyHandler({
+    store,
+    recorder: service,
+    keyFormat: { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat },
+    revoke: config.keys.exposedKeys === 'revoke',
+    onError: (err) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'),
+  });
+  const app = createApp({
+    config,
+    verifier,
+    limiter,
+    authFailures: config.rateLimit.authFailures.enabled
+      ? new AuthFailureLimiter(config.rateLimit.authFailures)
+      : null,
+    logger,
+    metrics,
+    ready: createReadinessCheck({ store, limiterRedis: limiterRedis.client }),
+    onKeyExpired: createExpiryAuditor({ auditor: service }),
+    onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
+  });
 
-  const limiter = new TierRateLimiter({
+  const server = createGatewayServer(config, app);
+  await listen(server, config.server.port, config.server.host);
+  const adminServer = await startAdminServer(config, { service, metrics, logger }, server);
+  const port = (server.address() as AddressInfo).port;
+  const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
+  logger.info(
+    { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
+    'gateway listening',
+  );
+  const close = createCloser(config, { server, adminServer, app, store, limiterRedis, metrics, logger });
+  return { port, adminPort, config, store, service, metrics, logger, close };
+}
+
+/** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
+interface LimiterRedis {
+  client: RedisClient | undefined;
+  /** Set when the client was opened here (and must be closed with the gateway). */
+  own: RedisClient | undefined;
+}
+
+/**
+ * The limiter shares the store's Redis, or (file-store sidecars) a Redis of its own from
+ * `rateLimit.redisUrl`. An unreachable own Redis is logged, not thrown: the limiter starts on its
+ * failure policy and the client reconnects by itself.
+ */
+async function createLimiterRedis(
+  config: Readonly<GatewayConfig>,
+  logger: Logger,
+  storeRedis: RedisClient | undefined,
+): Promise<LimiterRedis> {
+  if (storeRedis || !config.rateLimit.redisUrl) return { client: storeRedis, own: undefined };
+  const own = createRedisClient(
+    { ...config.store.redis, url: config.rateLimit.redisUrl },
+    'notify-gateway-limiter',
+  );
+  logRedisErrors(own, logger, 'rate-limit redis');
+  if (!(await waitForReady(own, config.store.redis.connectTimeoutMs))) {
+    logger.warn('the rate-limit Redis is not reachable yet; starting on the failure policy');
+  }
+  return { client: own, own };
+}
+
+/** The tier limiter from `rateLimit`, counting store errors in `gateway_store_errors`. */
+function createLimiter(
+  config: Readonly<GatewayConfig>,
+  redis: RedisClient | undefined,
+  metrics: GatewayMetrics,
+): TierRateLimiter {
+  return new TierRateLimiter({
     tiers: config.rateLimit.tiers,
-    ...(limiterRedis ? { redis: limiterRedis } : {}),
+    ...(redis ? { redis } : {}),
     keyPrefix: config.store.redis.keyPrefix,
     failurePolicy: config.rateLimit.failurePolicy,
     onStoreError: () => metrics.storeErrors.inc({ op: 'rate_limit' }),
   });
+}
+
+/** The key verifier from `cache` and `keys`, reporting cache outcomes and store errors as metrics. */
+function createVerifier(
+  config: Readonly<GatewayConfig>,
+  store: KeyStore,
+  metrics: GatewayMetrics,
+): KeyVerifier {
   const cacheBy = childCache(metrics.cache);
-  const verifier = new KeyVerifier({
+  return new KeyVerifier({
     store,
     maxEntries: config.cache.maxEntries,
     positiveTtlMs: config.cache.positiveTtlMs,
@@ -154,116 +228,63 @@ export async function startGateway(
     onCache: (kind, result) => cacheBy(kind, result).inc(),
     onStoreError: (op) => metrics.storeErrors.inc({ op }),
   });
-  const service = new AdminService({
-    store,
-    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
-    maxActiveKeys: config.keys.maxActiveKeys,
-    rotationAgeDays: config.keys.rotationAgeDays,
-    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
-  });
+}
 
-  const expiredSeen = new LRUCache<string, true>({ max: 10_000 });
-  const keyFormat = { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat };
-  const app = createApp({
-    config,
-    verifier,
-    limiter,
-    authFailures: config.rateLimit.authFailures.enabled
-      ? new AuthFailureLimiter(config.rateLimit.authFailures)
-      : null,
-    logger,
-    metrics,
-    ready: async () => {
-      const checks: Record<string, string> = {};
-      try {
-        await store.ping();
-        checks.store = 'ok';
-      } catch {
-        checks.store = 'unavailable';
-      }
-      checks.rateLimiter = limiterRedis
-        ? limiterRedis.status === 'ready'
-          ? 'ok'
-          : `redis ${limiterRedis.status}`
-        : 'ok';
-      return { ok: Object.values(checks).every((v) => v === 'ok'), checks };
-    },
-    onKeyExpired: (key) => {
-      // One audit entry per key and instance: expiry has no writer to record it, so the first
-      // gateway that refuses the key does.
-      if (expiredSeen.has(key.id)) return;
-      expiredSeen.set(key.id, true);
-      void service.audit({
-        event: 'key.expired',
-        companyId: key.companyId,
-        keyId: key.id,
-        keyPrefix: key.prefix,
-        actor: 'gateway',
-        details: { expiresAt: key.expiresAt },
-      });
-    },
-    onKeyInUrl: (candidates) => {
-      // One store read for the first candidate that passes the format check, straight from the
-      // store: a cache entry per URL-borne guess would let such requests push real keys out.
-      const candidate = candidates.find((c) => c !== '' && parseApiKey(c, keyFormat).ok);
-      if (candidate === undefined) return;
-      void (async () => {
-        const rec = await store.findKeyByHash(hashApiKey(candidate));
-        if (rec && isKeyActive(rec, Date.now()))
-          await service.markExposed(rec, config.keys.exposedKeys === 'revoke');
-      })().catch((err: unknown) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'));
-    },
+/**
+ * Starts the admin API on its own port when `admin.enabled`, else returns null. When it cannot
+ * listen, closes the already listening gateway server and rethrows.
+ */
+async function startAdminServer(
+  config: Readonly<GatewayConfig>,
+  deps: { service: AdminService; metrics: GatewayMetrics; logger: Logger },
+  gatewayServer: Server,
+): Promise<Server | null> {
+  if (!config.admin.enabled) return null;
+  const adminApp = createAdminApp({
+    service: deps.service,
+    token: config.admin.token ?? null,
+    readMetrics: createMetricsReader(deps.metrics.registry),
+    logger: deps.logger,
   });
-
-  const server = createGatewayServer(config, app);
-  await listen(server, config.server.port, config.server.host);
-  let adminServer: Server | null = null;
-  if (config.admin.enabled) {
-    const adminApp = createAdminApp({
-      service,
-      token: config.admin.token ?? null,
-      readMetrics: createMetricsReader(metrics.registry),
-      logger,
-    });
-    adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
-    try {
-      await listen(adminServer, config.admin.port, config.admin.host);
-    } catch (err) {
-      server.close();
-      throw err;
-    }
+  const adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
+  try {
+    await listen(adminServer, config.admin.port, config.admin.host);
+  } catch (err) {
+    gatewayServer.close();
+    throw err;
   }
-  const port = (server.address() as AddressInfo).port;
-  const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
-  logger.info(
-    { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
-    'gateway listening',
-  );
+  return adminServer;
+}
 
+/** What `close()` stops, in order: servers (drained), proxy agents, store, own limiter Redis, metrics. */
+interface Closeable {
+  server: Server;
+  adminServer: Server | null;
+  app: { closeAgents(): void };
+  store: KeyStore;
+  limiterRedis: LimiterRedis;
+  metrics: GatewayMetrics;
+  logger: Logger;
+}
+
+/** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
+function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => Promise<void> {
+  const { server, adminServer, app, store, limiterRedis, metrics, logger } = parts;
   let closing: Promise<void> | null = null;
-  return {
-    port,
-    adminPort,
-    config,
-    store,
-    service,
-    metrics,
-    logger,
-    close() {
-      closing ??= (async () => {
-        await Promise.all([
-          drain(server, config.server.shutdownTimeoutMs),
-          adminServer ? drain(adminServer, 1000) : undefined,
-        ]);
-        app.closeAgents();
-        await store.close();
-        ownLimiterRedis?.disconnect();
-        metrics.registry.clear();
-        logger.info('gateway stopped');
-        logger.flush?.();
-      })();
-      return closing;
-    },
+  return function close() {
+    closing ??= (async () => {
+      await Promise.all([
+        drain(server, config.server.shutdownTimeoutMs),
+        adminServer ? drain(adminServer, 1000) : undefined,
+      ]);
+      app.closeAgents();
+      await store.close();
+      limiterRedis.own?.disconnect();
+      metrics.registry.clear();
+      logger.info('gateway stopped');
+      logger.flush?.();
+    })();
+    return closing;
   };
 }
 

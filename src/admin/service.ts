@@ -4,14 +4,13 @@ import { createKeyRecord } from '../auth/key-record.js';
 import {
   ID_PATTERN,
   isKeyActive,
-  isoSeconds,
   StoreReadOnlyError,
-  TIMESTAMP_PATTERN,
   type AuditEntry,
   type Company,
   type KeyRecord,
   type KeyStore,
 } from '../store/types.js';
+import { isoSeconds, TIMESTAMP_PATTERN } from '../time.js';
 
 /** A failed admin operation: an HTTP status and the spec's error body. */
 export interface AdminFailure {

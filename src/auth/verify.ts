@@ -2,12 +2,12 @@ import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../errors.js';
 import {
   isKeyActive,
-  isoSeconds,
   type Company,
   type Invalidation,
   type KeyRecord,
   type KeyStore,
 } from '../store/types.js';
+import { isoSeconds } from '../time.js';
 import { hashApiKey, parseApiKey } from './api-key.js';
 
 /** Why a request was denied; each maps to one entry of the error registry. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
-import { isoSeconds } from '../store/types.js';
+import { isoSeconds } from '../time.js';
 
 export interface ExampleBackendOptions {
   /** Name of the trusted company header the gateway sets (lowercase). */

@@ -1,5 +1,5 @@
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
-import { isoSeconds } from '../store/types.js';
+import { isoSeconds } from '../time.js';
 
 /** The gateway's logger: pino, created by `createLogger`. */
 export type { Logger } from 'pino';

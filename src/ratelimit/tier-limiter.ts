@@ -7,7 +7,7 @@ import {
 import { LRUCache } from 'lru-cache';
 import type { Tier } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
-import type { RedisClient } from '../store/redis-connection.js';
+import type { RedisClient } from '../redis/connection.js';
 
 /** What the limiter does while Redis fails (`rateLimit.failurePolicy`). */
 export type FailurePolicy = 'insurance' | 'open' | 'closed';

@@ -2,12 +2,11 @@ import { readFileSync, stat, statSync, type Stats } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MemoryKeyStore } from './memory-store.js';
+import { isoSeconds, TIMESTAMP_PATTERN } from '../time.js';
 import {
   HASH_PATTERN,
   ID_PATTERN,
-  isoSeconds,
   StoreReadOnlyError,
-  TIMESTAMP_PATTERN,
   type AuditEntry,
   type Company,
   type CompanyPatch,

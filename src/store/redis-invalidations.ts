@@ -1,5 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
-import type { RedisClient } from './redis-connection.js';
+import type { RedisClient } from '../redis/connection.js';
 
 /**
  * Keeps one pub/sub subscription to the invalidation channel alive. `deliver` gets every message

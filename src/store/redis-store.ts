@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import type { RedisClient } from './redis-connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { createInvalidationSubscriber, type InvalidationSubscriber } from './redis-invalidations.js';
 import type {
   AuditEntry,

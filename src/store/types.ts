@@ -118,12 +118,6 @@ export class StoreReadOnlyError extends Error {
   }
 }
 
-/** UTC timestamp `YYYY-MM-DDTHH:MM:SSZ`, as the spec requires for every timestamp. */
-export function isoSeconds(d: Date | number = Date.now()): string {
-  const date = typeof d === 'number' ? new Date(d) : d;
-  return date.toISOString().slice(0, 19) + 'Z';
-}
-
 /** Whether a key record can authenticate at `now` (ms). */
 export function isKeyActive(rec: KeyRecord, now: number): boolean {
   if (rec.revokedAt !== null && Date.parse(rec.revokedAt) <= now) return false;
@@ -135,5 +129,3 @@ export function isKeyActive(rec: KeyRecord, now: number): boolean {
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A SHA-256 hex digest (optionally written `sha256:<hex>` in the file store). */
 export const HASH_PATTERN = /^[0-9a-f]{64}$/;
-/** A UTC timestamp as the spec writes it. */
-export const TIMESTAMP_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { generateApiKey } from '../../src/auth/api-key.js';
 import { DEFAULT_TIERS, type ConfigInput } from '../../src/config/schema.js';
-import { isoSeconds } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './gateway.js';
 import { eventually, send, type Reply } from './http.js';
 import type { RecordingUpstream } from './upstream.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/api-key.js';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
-import { isoSeconds } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually, send, sendRaw } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';

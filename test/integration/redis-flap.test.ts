@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
-import { createRedisClient, waitForReady } from '../../src/store/redis-connection.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 let redis: TestRedis;

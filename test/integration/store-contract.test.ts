@@ -6,16 +6,16 @@ import { after, before, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { FileKeyStore, parseKeyFile } from '../../src/store/file-store.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import { createRedisClient, waitForReady } from '../../src/store/redis-connection.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
 import {
-  isoSeconds,
   StoreReadOnlyError,
   type Company,
   type Invalidation,
   type KeyRecord,
   type KeyStore,
 } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
 import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 

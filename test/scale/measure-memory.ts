@@ -10,9 +10,9 @@
 import { AdminService } from '../../src/admin/service.js';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { TierRateLimiter } from '../../src/ratelimit/tier-limiter.js';
-import { createRedisClient, waitForReady } from '../../src/store/redis-connection.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
-import { isoSeconds } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
 import { startRedis } from '../helpers/redis.js';
 import { redisCmd } from '../helpers/topologies.js';
 
