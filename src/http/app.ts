@@ -16,8 +16,8 @@ import { createRouteMatcher, isSafeRequestPath } from '../proxy/routes.js';
 import { createHeaderScrubber } from '../proxy/trusted-headers.js';
 import { signGatewayRequest } from '../signing.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
-import type { RequestState } from './state.js';
-import './state.js';
+import type { RequestState } from '../request-state.js';
+import '../request-state.js';
 
 /** Everything the request pipeline needs; built by server.ts (or a test). */
 export interface AppDeps {
