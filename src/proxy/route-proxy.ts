@@ -3,7 +3,7 @@ import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware, proxyEventsPlugin, type RequestHandler } from 'http-proxy-middleware';
 import { sendError } from '../errors.js';
-import '../http/state.js';
+import '../request-state.js';
 import { scrubResponseHeaders } from './trusted-headers.js';
 
 export interface RouteProxyOptions {

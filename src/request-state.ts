@@ -1,7 +1,13 @@
-import type { Company, KeyRecord } from '../store/types.js';
-import type { ErrorCode } from '../errors.js';
+import type { Company, KeyRecord } from './store/types.js';
+import type { ErrorCode } from './errors.js';
 
-/** What the gateway learns about a request as it moves down the pipeline. */
+// A neutral home: both the HTTP pipeline (src/http) and the proxy wiring (src/proxy) read and write
+// this state, and neither may import the other's folder for it.
+
+/**
+ * What the gateway learns about a request as it moves down the pipeline. Set as `req.gw` by the
+ * first step (request context); every later step and the route proxy may read and add to it.
+ */
 export interface RequestState {
   id: string;
   /** process.hrtime.bigint() at arrival. */

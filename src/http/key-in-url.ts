@@ -1,0 +1,61 @@
+import type { IncomingMessage } from 'node:http';
+import type { Counter } from 'prom-client';
+import type { UrlKeyCheck } from '../auth/url-key-guard.js';
+import { childCache } from '../observability/metrics.js';
+import type { AuthFailureLimiter } from '../ratelimit/tier-limiter.js';
+import { assertFunction } from './option-checks.js';
+import '../request-state.js';
+
+export interface KeyInUrlOptions {
+  /** The URL key guard (`createUrlKeyGuard(paramNames)`). */
+  checkUrlForKey: (url: string) => UrlKeyCheck;
+  /** Per-address failed-authentication budget; `null` when disabled. */
+  authFailures: Pick<AuthFailureLimiter, 'blockedFor' | 'recordFailure'> | null;
+  /** `gateway_auth_failures_total`: counted with reason `key_in_url`. */
+  failureCounter: Pick<Counter<'reason'>, 'labels'>;
+  /** A URL carried something key-like (exposed-key handling); called after the failure is recorded. */
+  onKeyInUrl?: (candidates: string[], req: IncomingMessage) => void;
+}
+
+export interface KeyInUrlNotes {
+  /**
+   * A URL carried a key: never logged (`req.gw.keyInUrl`), counted as a failed authentication for
+   * the address, and a valid key among the candidates is flagged exposed — whatever the answer to
+   * the request is. The bookkeeping runs in the background; this never throws.
+   */
+  noteKeyInUrl(req: IncomingMessage, candidates: string[]): void;
+  /** Checks `req.url` with the guard and notes a key when one is found; true when found. */
+  checkAndNoteKeyInUrl(req: IncomingMessage): boolean;
+}
+
+/**
+ * Builds the key-in-URL bookkeeping shared by every step that can see a URL before the URL key guard
+ * does (own endpoints, transport guard, route match) and by the guard itself.
+ *
+ * @example
+ * const { checkAndNoteKeyInUrl } = createKeyInUrlNotes({ checkUrlForKey, authFailures: null, failureCounter });
+ */
+export function createKeyInUrlNotes(opts: KeyInUrlOptions): KeyInUrlNotes {
+  assertFunction(opts.checkUrlForKey, 'checkUrlForKey');
+  assertFunction(opts.failureCounter?.labels, 'failureCounter.labels');
+  const { checkUrlForKey, authFailures, onKeyInUrl } = opts;
+  // Label child resolved on first use: the series appears once a key was seen in a URL.
+  const failuresBy = childCache(opts.failureCounter);
+  function noteKeyInUrl(req: IncomingMessage, candidates: string[]): void {
+    req.gw.keyInUrl = true;
+    failuresBy('key_in_url').inc();
+    const ip = req.gw.clientIp;
+    void (async () => {
+      // A blocked address gets no more store lookups for exposure checks either.
+      if (authFailures && (await authFailures.blockedFor(ip)) > 0) return;
+      await authFailures?.recordFailure(ip);
+      onKeyInUrl?.(candidates, req);
+    })();
+  }
+  function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {
+    const found = checkUrlForKey(req.url ?? '');
+    if (found.found) noteKeyInUrl(req, found.candidates);
+    return found.found;
+  }
+  return { noteKeyInUrl, checkAndNoteKeyInUrl };
+}

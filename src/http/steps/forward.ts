@@ -1,0 +1,67 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
+import { createHeaderScrubber, type TrustedHeaderNames } from '../../proxy/trusted-headers.js';
+import { firstValue, isHttps } from '../forwarded.js';
+import { assertHeaderName } from '../option-checks.js';
+
+/** A route's proxy (`createRouteProxy`): streams the request to the upstream and answers. */
+export type RouteProxyHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (err?: unknown) => void,
+) => unknown;
+
+export interface ForwardOptions {
+  /** Lowercase names of the trusted headers the gateway sets for the upstream. */
+  headers: TrustedHeaderNames;
+  /** More client headers to drop as untrusted (e.g. the signature header). */
+  untrustedHeaders: readonly string[];
+  /** Each route's proxy by route prefix (the prefix routeMatch stored in `req.gw.route`). */
+  proxies: ReadonlyMap<string, RouteProxyHandler>;
+}
+
+/**
+ * Step 10, forward: replaces the client's headers by the scrubbed set (no key, no client copy of a
+ * trusted header, no hop-by-hop), sets the trusted company headers, the request id and
+ * `X-Forwarded-For/-Proto/-Host` (client values believed only from a trusted proxy), sends
+ * `100 Continue` if the client waits for it, and hands the request to the route's proxy. Needs
+ * `req.gw` with route, key and company.
+ *
+ * @example
+ * const forward = createForward({ headers: config.headers, untrustedHeaders: [], proxies });
+ */
+export function createForward(opts: ForwardOptions): RequestHandler {
+  const h = opts.headers;
+  for (const name of ['companyId', 'keyId', 'companyTier', 'requestId'] as const)
+    assertHeaderName(h?.[name], `headers.${name}`);
+  if (!(opts.proxies instanceof Map)) throw new TypeError('proxies must be a Map');
+  const proxies = opts.proxies;
+  const scrubHeaders = createHeaderScrubber(h, opts.untrustedHeaders);
+  return function forward(req, res, next) {
+    const st = req.gw;
+    const proxy = proxies.get(st.route)!;
+    const peer = req.socket.remoteAddress ?? '';
+    const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
+    const connection = req.headers.connection;
+    if (typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection)) st.clientClose = true;
+    // Read X-Forwarded-* and Host after scrubbing: nothing holding the key is echoed into them.
+    const headers = scrubHeaders(req.headers, st.peerTrusted);
+    const xff = headers['x-forwarded-for'];
+    // Client-sent X-Forwarded-* are believed only from a trusted proxy; otherwise they are replaced.
+    const forwardedFor = st.peerTrusted && typeof xff === 'string' && xff !== '' ? `${xff}, ${peer}` : peer;
+    const proto = isHttps(req) ? 'https' : 'http';
+    const host = (st.peerTrusted && firstValue(headers['x-forwarded-host'])) || headers.host || '';
+    req.headers = headers; // http-proxy builds the upstream request from req.headers
+    headers[h.companyId] = st.company!.id;
+    headers[h.keyId] = st.key!.id;
+    headers[h.companyTier] = st.company!.tier;
+    headers[h.requestId] = st.id;
+    headers['x-forwarded-for'] = forwardedFor;
+    headers['x-forwarded-proto'] = proto;
+    if (host) headers['x-forwarded-host'] = host;
+    else delete headers['x-forwarded-host'];
+    // The client waited for our go: only now, authenticated and within limits, may it send the body.
+    if (expectContinue) res.writeContinue();
+    void proxy(req, res, next);
+  };
+}

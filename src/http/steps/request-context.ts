@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
+import proxyAddr from 'proxy-addr';
+import { childCache, type GatewayMetrics } from '../../observability/metrics.js';
+import type { Logger } from '../../observability/logger.js';
+import { mayHoldKey } from '../../proxy/key-material.js';
+import type { RequestState } from '../../request-state.js';
+import { assertBoolean, assertHeaderName } from '../option-checks.js';
+import { pathOf } from '../request-url.js';
+
+export interface RequestContextOptions {
+  /** Lowercase name of the request id header (set on every response). */
+  requestIdHeader: string;
+  /** Reuse a well-formed client request id instead of generating one. */
+  acceptClientRequestId: boolean;
+  /** Addresses or CIDRs whose X-Forwarded-* headers are believed (proxy-addr syntax). */
+  trustedProxies: readonly string[];
+  /** Longest key the gateway accepts (`keys.maxLength`): bounds the key-material check. */
+  keyMaxLength: number;
+  /** Write one info-level line per request (probes at debug level). */
+  accessLog: boolean;
+  logger: Logger;
+  metrics: Pick<GatewayMetrics, 'requests' | 'duration' | 'inflight'>;
+}
+
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Step 1, request context: sets `req.gw` (request id, client address, whether the peer is a trusted
+ * proxy, route `-`), answers the request id header, and on close counts the request and writes the
+ * access log line. Never stops a request. Throws at creation on invalid options (proxy-addr throws
+ * for an invalid trusted address).
+ *
+ * @example
+ * const requestContext = createRequestContext({ requestIdHeader: 'x-request-id', acceptClientRequestId: false,
+ *   trustedProxies: [], keyMaxLength: 256, accessLog: true, logger, metrics });
+ */
+export function createRequestContext(opts: RequestContextOptions): RequestHandler {
+  assertHeaderName(opts.requestIdHeader, 'requestIdHeader');
+  assertBoolean(opts.acceptClientRequestId, 'acceptClientRequestId');
+  assertBoolean(opts.accessLog, 'accessLog');
+  if (!Number.isInteger(opts.keyMaxLength) || opts.keyMaxLength < 1)
+    throw new TypeError('keyMaxLength must be a positive integer');
+  if (!Array.isArray(opts.trustedProxies)) throw new TypeError('trustedProxies must be an array');
+  const { requestIdHeader, acceptClientRequestId, metrics } = opts;
+  const trust = opts.trustedProxies.length ? proxyAddr.compile([...opts.trustedProxies]) : null;
+  const requestsBy = childCache(metrics.requests);
+  const durationBy = childCache(metrics.duration);
+  const logRequest = createAccessLog(opts.logger);
+
+  return function requestContext(req, res, next) {
+    const clientId = acceptClientRequestId ? req.headers[requestIdHeader] : undefined;
+    // A client id that carries the key would put it in every log line and upstream request.
+    const id =
+      typeof clientId === 'string' &&
+      REQUEST_ID_PATTERN.test(clientId) &&
+      !mayHoldKey(clientId, req.headers['x-api-key'], opts.keyMaxLength)
+        ? clientId
+        : randomUUID();
+    const peer = req.socket.remoteAddress ?? '';
+    const peerTrusted = trust !== null && trust(peer, 0);
+    const state: RequestState = {
+      id,
+      start: process.hrtime.bigint(),
+      clientIp: peerTrusted ? proxyAddr(req, trust) : peer,
+      peerTrusted,
+      route: '-',
+    };
+    req.gw = state;
+    res.setHeader(requestIdHeader, id);
+    metrics.inflight.inc();
+    res.once('close', () => {
+      metrics.inflight.dec();
+      const seconds = Number(process.hrtime.bigint() - state.start) / 1e9;
+      const status = res.writableFinished ? res.statusCode : 0;
+      requestsBy(state.route, String(status)).inc();
+      durationBy(state.route).observe(seconds);
+      if (!opts.accessLog) return;
+      logRequest(req, res, state, status, seconds);
+    });
+    next();
+  };
+}
+
+/** The access log line of one finished (or aborted) request. */
+function createAccessLog(logger: Logger) {
+  return function logRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: RequestState,
+    status: number,
+    seconds: number,
+  ): void {
+    const path = pathOf(req.url ?? '');
+    // Probes hit every pod every few seconds: keep them out of the info-level access log.
+    const log =
+      state.route === '-' && (path === '/healthz' || path === '/readyz') ? logger.debug : logger.info;
+    log.call(
+      logger,
+      {
+        requestId: state.id,
+        method: req.method,
+        route: state.route,
+        // Never the query string. A URL that carried a key is not logged at all: a key-named
+        // parameter can hide in the path too (`;api_key=...`), and legacy keys have no shape to redact.
+        path: state.keyInUrl ? '[redacted: key in URL]' : path,
+        status,
+        aborted: !res.writableFinished || undefined,
+        durationMs: Math.round(seconds * 1e4) / 10,
+        companyId: state.company?.id,
+        keyId: state.key?.id,
+        error: state.error,
+        denyReason: state.denyReason,
+        clientIp: state.clientIp,
+      },
+      'request',
+    );
+  };
+}
