@@ -5,12 +5,15 @@ import { MemoryKeyStore } from './memory-store.js';
 import {
   HASH_PATTERN,
   ID_PATTERN,
+  INSTANT_MESSAGE,
   isoSeconds,
+  parseInstant,
   StoreReadOnlyError,
-  TIMESTAMP_PATTERN,
   type Company,
   type CompanyPatch,
+  type CompanyUpdate,
   type CreateKeyResult,
+  type KeyPatch,
   type KeyRecord,
 } from './types.js';
 
@@ -18,7 +21,8 @@ const id = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" 
 const timestamp = z
   .union([z.string(), z.date()])
   .transform((v) => (v instanceof Date ? isoSeconds(v) : v))
-  .pipe(z.string().regex(TIMESTAMP_PATTERN, 'must be UTC YYYY-MM-DDTHH:MM:SSZ'));
+  // A real instant, not only the shape: `2027-02-30T00:00:00Z` would otherwise never apply.
+  .pipe(z.string().refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE));
 
 const fileKeySchema = z
   .object({
@@ -211,11 +215,15 @@ export class FileKeyStore extends MemoryKeyStore {
   override async createCompany(_company: Company): Promise<boolean> {
     throw new StoreReadOnlyError();
   }
-  override async updateCompany(_id: string, _patch: CompanyPatch, _now: string): Promise<Company | null> {
+  override async updateCompany(
+    _id: string,
+    _patch: CompanyPatch,
+    _now: string,
+  ): Promise<CompanyUpdate | null> {
     throw new StoreReadOnlyError();
   }
   /** Only the in-memory exposure flag may change; revocation belongs in the file. */
-  override async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
+  override async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
     const keys = Object.keys(patch);
     if (keys.length === 1 && keys[0] === 'exposedAt') return super.updateKey(id, patch);
     throw new StoreReadOnlyError();
