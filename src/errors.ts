@@ -63,6 +63,55 @@ export const ERRORS = {
     error: 'Gateway Timeout',
     details: 'Upstream service did not answer in time',
   },
+
+  // Admin API (its own port). `details` is the default; most answers replace it with specifics
+  // (the field at fault, the id not found). Store outages answer STORE_UNAVAILABLE (503), anything
+  // else unexpected INTERNAL (500).
+  ADMIN_INVALID_REQUEST: {
+    status: 400,
+    error: 'Bad Request',
+    details: 'Invalid request: the details name the field at fault',
+  },
+  ADMIN_INVALID_JSON: { status: 400, error: 'Bad Request', details: 'Body is not valid JSON' },
+  ADMIN_UNAUTHORIZED: { status: 401, error: 'Unauthorized', details: 'Missing or invalid admin token' },
+  ADMIN_BROWSER_REQUEST: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'The admin API does not serve browser requests',
+  },
+  ADMIN_LOOPBACK_ONLY: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'Without ADMIN_TOKEN the admin API answers loopback host names only',
+  },
+  ADMIN_NOT_FOUND: { status: 404, error: 'Not Found', details: 'No admin route matches this path' },
+  ADMIN_UNKNOWN_ID: { status: 404, error: 'Not Found', details: 'Company or key not found' },
+  ADMIN_DUPLICATE_COMPANY: { status: 409, error: 'Conflict', details: 'The company exists already' },
+  ADMIN_KEY_CAP_REACHED: {
+    status: 409,
+    error: 'Conflict',
+    details: 'The company has its maximum of active keys; revoke one first',
+  },
+  ADMIN_KEY_INACTIVE: {
+    status: 409,
+    error: 'Conflict',
+    details: 'The key is no longer active; create a new key instead',
+  },
+  ADMIN_READ_ONLY_STORE: {
+    status: 409,
+    error: 'Conflict',
+    details: 'The key store is read-only (file store): change the YAML file instead',
+  },
+  ADMIN_PAYLOAD_TOO_LARGE: {
+    status: 413,
+    error: 'Payload Too Large',
+    details: 'Admin request bodies are limited to 64 KiB',
+  },
+  ADMIN_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    error: 'Unsupported Media Type',
+    details: 'Content-Type must be application/json',
+  },
 } as const satisfies Record<string, { status: number; error: string; details: string }>;
 
 /** A key of the error registry (`ERRORS`). */

@@ -1,8 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
+import { safeMessage, sendError, type ErrorCode } from '../errors.js';
 import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
+import { isStoreOutage } from '../store/types.js';
 import type { AdminResult, AdminService } from './service.js';
 
 export interface AdminAppDeps {
@@ -43,7 +45,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     const presented = typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
     if (!isTokenValid(presented, deps.token)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="notify-gateway-admin"');
-      return void res.status(401).json({ error: 'Unauthorized', details: 'Missing or invalid admin token' });
+      return sendError(res, 'ADMIN_UNAUTHORIZED');
     }
     next();
   };
@@ -56,25 +58,16 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       req.headers.origin !== undefined ||
       (typeof site === 'string' && site !== 'none' && site !== 'same-origin')
     ) {
-      return void res
-        .status(403)
-        .json({ error: 'Forbidden', details: 'The admin API does not serve browser requests' });
+      return sendError(res, 'ADMIN_BROWSER_REQUEST');
     }
-    if (deps.token === null && !isLoopbackHost(req.headers.host)) {
-      return void res.status(403).json({
-        error: 'Forbidden',
-        details: 'Without ADMIN_TOKEN the admin API answers loopback host names only',
-      });
-    }
+    if (deps.token === null && !isLoopbackHost(req.headers.host))
+      return sendError(res, 'ADMIN_LOOPBACK_ONLY');
     const hasBody =
       req.headers['content-length'] !== undefined
         ? req.headers['content-length'] !== '0'
         : req.headers['transfer-encoding'] !== undefined;
-    if (hasBody && !/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
-      return void res
-        .status(415)
-        .json({ error: 'Unsupported Media Type', details: 'Content-Type must be application/json' });
-    }
+    if (hasBody && !/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
+      return sendError(res, 'ADMIN_UNSUPPORTED_MEDIA_TYPE');
     next();
   };
   app.use(refuseBrowsers);
@@ -116,37 +109,43 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   });
   app.use('/admin/v1', r);
 
-  app.use((_req, res) => {
-    res.status(404).json({ error: 'Not Found', details: 'No admin route matches this path' });
-  });
+  app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
   const onError: ErrorRequestHandler = (err, _req, res, _next) => {
-    const status = typeof err?.status === 'number' ? err.status : 500;
     if (res.headersSent) return void res.destroy();
-    if (status === 400 && err?.type === 'entity.parse.failed') {
-      return void res.status(400).json({ error: 'Bad Request', details: 'Body is not valid JSON' });
+    const code = adminErrorCode(err);
+    if (ERRORS_LOGGED.has(code)) {
+      deps.logger.error(
+        { err: { message: safeMessage(err), type: err instanceof Error ? err.name : typeof err }, code },
+        'admin request failed',
+      );
     }
-    if (status === 413)
-      return void res
-        .status(413)
-        .json({ error: 'Payload Too Large', details: 'Admin request bodies are limited to 64 KiB' });
-    if (status >= 400 && status < 500)
-      return void res.status(status).json({ error: 'Bad Request', details: 'Malformed request' });
-    deps.logger.error(
-      { err: { message: String(err?.message ?? err), type: err?.name } },
-      'admin request failed',
-    );
-    res
-      .status(503)
-      .json({ error: 'Service Unavailable', details: 'The key store is unavailable; retry shortly' });
+    sendError(res, code);
   };
   app.use(onError);
   return app;
 }
 
+const ERRORS_LOGGED: ReadonlySet<ErrorCode> = new Set(['STORE_UNAVAILABLE', 'INTERNAL']);
+
+/**
+ * The registry code for an error thrown while serving an admin request: body-parser's client
+ * errors keep their 4xx meaning; a store outage is a 503 (retry later); anything else is a bug or
+ * a refused store command, so a 500, never a 503 that would invite blind retries.
+ */
+export function adminErrorCode(err: unknown): ErrorCode {
+  const e = err as { status?: unknown; type?: unknown } | null;
+  const status = typeof e?.status === 'number' ? e.status : 500;
+  if (e?.type === 'entity.parse.failed') return 'ADMIN_INVALID_JSON';
+  if (status === 413) return 'ADMIN_PAYLOAD_TOO_LARGE';
+  if (status === 415) return 'ADMIN_UNSUPPORTED_MEDIA_TYPE';
+  if (status >= 400 && status < 500) return 'BAD_REQUEST';
+  return isStoreOutage(err) ? 'STORE_UNAVAILABLE' : 'INTERNAL';
+}
+
 function reply<T>(res: Response, result: AdminResult<T>, okStatus = 200, secret = false): void {
   if (secret) res.setHeader('Cache-Control', 'no-store');
   if (result.ok) res.status(okStatus).json(result.value);
-  else res.status(result.status).json({ error: result.error, details: result.details });
+  else sendError(res, result.code, result.details);
 }
 
 /** Whether a bare host name or address is loopback: `localhost`, `127.x.x.x`, `::1`. */

@@ -1,21 +1,25 @@
 import { z } from 'zod';
 import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { createKeyRecord } from '../auth/key-record.js';
+import { ERRORS, type ErrorCode } from '../errors.js';
 import {
+  hasPassed,
   ID_PATTERN,
   isKeyActive,
   StoreReadOnlyError,
   type AuditEntry,
   type Company,
+  type KeyPatch,
   type KeyRecord,
   type KeyStore,
 } from '../store/types.js';
-import { isoSeconds, TIMESTAMP_PATTERN } from '../time.js';
+import { INSTANT_MESSAGE, isoSeconds, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
 
-/** A failed admin operation: an HTTP status and the spec's error body. */
+/** A failed admin operation: a registry code (src/errors.ts), its HTTP status and the spec's error body. */
 export interface AdminFailure {
   ok: false;
-  status: 400 | 404 | 409 | 503;
+  code: ErrorCode;
+  status: number;
   error: string;
   details: string;
 }
@@ -52,7 +56,11 @@ export interface CreatedKey {
   expiresAt: string | null;
 }
 
-const timestamp = z.string().regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ');
+const timestamp = z
+  .string()
+  .regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ')
+  // The shape is not enough: month 13, February 30, hour 24 or second 60 name no instant.
+  .refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE);
 const idSchema = z
   .string()
   .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
@@ -142,7 +150,7 @@ export class AdminService {
     };
     const created = await this.write(() => this.opts.store.createCompany(company));
     if (!created.ok) return created;
-    if (!created.value) return fail(409, 'Conflict', `company ${v.id} already exists`);
+    if (!created.value) return fail('ADMIN_DUPLICATE_COMPANY', `company ${v.id} already exists`);
     await this.audit({
       event: 'company.created',
       companyId: company.id,
@@ -166,20 +174,22 @@ export class AdminService {
     if (!parsed.ok) return parsed;
     if (parsed.value.tier !== undefined && !this.opts.tiers.has(parsed.value.tier))
       return badTier(parsed.value.tier, this.opts.tiers);
-    const before = await this.opts.store.getCompany(id);
-    if (!before) return notFound('company', id);
+    // One atomic store write of the patched fields; no read before it (a read-merge-write lost
+    // concurrent changes). The audit diff comes from that same write, so it cannot misreport.
     const updated = await this.write(() =>
       this.opts.store.updateCompany(id, parsed.value, isoSeconds(this.now())),
     );
     if (!updated.ok) return updated;
     if (!updated.value) return notFound('company', id);
-    await this.opts.store.publish({ kind: 'company', id });
+    const { before, after } = updated.value;
     const changes: Record<string, unknown> = {};
     for (const k of Object.keys(parsed.value) as (keyof typeof parsed.value)[]) {
-      if (before[k] !== updated.value[k]) changes[k] = { from: before[k], to: updated.value[k] };
+      if (before[k] !== after[k]) changes[k] = { from: before[k], to: after[k] };
     }
+    // Audited as soon as it is stored: a publish that fails afterwards does not hide the change.
     await this.audit({ event: 'company.updated', companyId: id, actor, details: changes });
-    return { ok: true, value: updated.value };
+    await this.opts.store.publish({ kind: 'company', id });
+    return { ok: true, value: after };
   }
 
   // ---- keys
@@ -187,8 +197,8 @@ export class AdminService {
   async createKey(companyId: string, input: unknown, actor = 'admin'): Promise<AdminResult<CreatedKey>> {
     const parsed = parse(keyCreateSchema, input ?? {});
     if (!parsed.ok) return parsed;
-    if (parsed.value.expiresAt && Date.parse(parsed.value.expiresAt) <= this.now()) {
-      return fail(400, 'Bad Request', 'expiresAt: must be in the future');
+    if (parsed.value.expiresAt && hasPassed(parsed.value.expiresAt, this.now())) {
+      return fail('ADMIN_INVALID_REQUEST', 'expiresAt: must be in the future');
     }
     const created = await this.insertKey(
       companyId,
@@ -218,28 +228,40 @@ export class AdminService {
     return k ? { ok: true, value: this.view(k, this.now()) } : notFound('key', keyId);
   }
 
-  /** Revokes at once (or at `at`, for a rotation grace period). Revoking a revoked key is a no-op. */
+  /**
+   * Revokes at once. Final: the store keeps the earliest revocation time, so nothing later can
+   * undo or postpone it. Revoking a revoked key answers 200 and publishes the invalidation again
+   * (a retry after a failed publish must reach every instance), without a second audit event.
+   */
   async revokeKey(keyId: string, actor = 'admin', reason = 'revoked'): Promise<AdminResult<KeyView>> {
-    const k = await this.opts.store.getKey(keyId);
-    if (!k) return notFound('key', keyId);
+    // Existence first, so an unknown id is a 404 also on the read-only file store.
+    const before = await this.opts.store.getKey(keyId);
+    if (!before) return notFound('key', keyId);
     const now = this.now();
-    if (k.revokedAt !== null && Date.parse(k.revokedAt) <= now) return { ok: true, value: this.view(k, now) };
     const updated = await this.write(() => this.opts.store.updateKey(keyId, { revokedAt: isoSeconds(now) }));
     if (!updated.ok) return updated;
-    if (!updated.value) return notFound('key', keyId);
+    const k = updated.value;
+    if (!k) return notFound('key', keyId);
+    // Audited as soon as it is stored, so a publish that fails afterwards does not hide it.
+    if (!hasPassed(before.revokedAt, now)) {
+      await this.audit({
+        event: 'key.revoked',
+        companyId: k.companyId,
+        keyId,
+        keyPrefix: k.prefix,
+        actor,
+        details: { reason },
+      });
+    }
     await this.opts.store.publish({ kind: 'key', hash: k.hash });
-    await this.audit({
-      event: 'key.revoked',
-      companyId: k.companyId,
-      keyId,
-      keyPrefix: k.prefix,
-      actor,
-      details: { reason },
-    });
-    return { ok: true, value: this.view(updated.value, now) };
+    return { ok: true, value: this.view(k, now) };
   }
 
-  /** A new key for the same company; the old one keeps working until revoked (or until the grace period ends). */
+  /**
+   * A new key for the same company; the old one keeps working until revoked (or until the grace
+   * period ends). The old key's revocation can only move earlier: when it was revoked while the
+   * rotation ran, the new key stays and `oldKeyRevokesAt` reports the real, earlier time.
+   */
   async rotateKey(
     keyId: string,
     input: unknown,
@@ -251,7 +273,7 @@ export class AdminService {
     if (!old) return notFound('key', keyId);
     const now = this.now();
     if (!isKeyActive(old, now))
-      return fail(409, 'Conflict', `key ${keyId} is no longer active; create a new key instead`);
+      return fail('ADMIN_KEY_INACTIVE', `key ${keyId} is no longer active; create a new key instead`);
     const created = await this.insertKey(
       old.companyId,
       old.environment ?? 'live',
@@ -262,9 +284,11 @@ export class AdminService {
     const grace = parsed.value.gracePeriodSeconds;
     // Stored with one-second precision: round up, so a grace period never ends earlier than asked.
     const revokesAt = grace === undefined ? null : isoSeconds(Math.ceil((now + grace * 1000) / 1000) * 1000);
-    const patch: Partial<KeyRecord> = { rotatedTo: created.value.id };
+    const patch: KeyPatch = { rotatedTo: created.value.id };
     if (revokesAt) patch.revokedAt = revokesAt;
-    await this.opts.store.updateKey(keyId, patch);
+    // Atomic per key, and min(stored, revokesAt): a DELETE that won the race stays in force.
+    const updated = await this.opts.store.updateKey(keyId, patch);
+    const oldKeyRevokesAt = updated ? updated.revokedAt : revokesAt;
     await this.opts.store.publish({ kind: 'key', hash: old.hash });
     await this.audit({
       event: 'key.rotated',
@@ -272,9 +296,9 @@ export class AdminService {
       keyId,
       keyPrefix: old.prefix,
       actor,
-      details: { newKeyId: created.value.id, newKeyPrefix: created.value.prefix, oldKeyRevokesAt: revokesAt },
+      details: { newKeyId: created.value.id, newKeyPrefix: created.value.prefix, oldKeyRevokesAt },
     });
-    return { ok: true, value: { ...created.value, replaces: keyId, oldKeyRevokesAt: revokesAt } };
+    return { ok: true, value: { ...created.value, replaces: keyId, oldKeyRevokesAt } };
   }
 
   /** A valid key was seen in a URL: flag it, and revoke it when the policy says so. */
@@ -326,8 +350,7 @@ export class AdminService {
     if (!result.value.ok) {
       if (result.value.reason === 'company_not_found') return notFound('company', companyId);
       return fail(
-        409,
-        'Conflict',
+        'ADMIN_KEY_CAP_REACHED',
         `company ${companyId} already has ${this.opts.maxActiveKeys} active keys (keys.maxActiveKeys); revoke one first`,
       );
     }
@@ -350,8 +373,9 @@ export class AdminService {
   }
 
   private view(k: KeyRecord, now: number): KeyView {
-    const revoked = k.revokedAt !== null && Date.parse(k.revokedAt) <= now;
-    const expired = k.expiresAt !== null && Date.parse(k.expiresAt) <= now;
+    // An unparseable stored time counts as passed (fail closed), as in isKeyActive.
+    const revoked = hasPassed(k.revokedAt, now);
+    const expired = hasPassed(k.expiresAt, now);
     const status = revoked ? 'revoked' : expired ? 'expired' : k.revokedAt !== null ? 'revoking' : 'active';
     return {
       id: k.id,
@@ -377,7 +401,7 @@ export class AdminService {
     try {
       return { ok: true, value: await op() };
     } catch (err) {
-      if (err instanceof StoreReadOnlyError) return fail(409, 'Conflict', err.message);
+      if (err instanceof StoreReadOnlyError) return fail('ADMIN_READ_ONLY_STORE', err.message);
       throw err;
     }
   }
@@ -393,19 +417,21 @@ function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z
       return path ? `${path}: ${i.message}` : i.message;
     })
     .join('; ');
-  return fail(400, 'Bad Request', details);
+  return fail('ADMIN_INVALID_REQUEST', details);
 }
 
-function fail(status: AdminFailure['status'], error: string, details: string): AdminFailure {
-  return { ok: false, status, error, details };
+/** An admin failure from the registry; `details` replaces the registry's default wording. */
+function fail(code: ErrorCode, details?: string): AdminFailure {
+  const e = ERRORS[code];
+  return { ok: false, code, status: e.status, error: e.error, details: details ?? e.details };
 }
 
 function notFound(kind: 'company' | 'key', id: string): AdminFailure {
   // Echo the id only when it is a plain id: a key pasted by mistake must not come back in a body.
   const shown = ID_PATTERN.test(id) && !KEY_LIKE_PATTERN.test(id) ? ` ${id}` : '';
-  return fail(404, 'Not Found', `${kind}${shown} not found`);
+  return fail('ADMIN_UNKNOWN_ID', `${kind}${shown} not found`);
 }
 
 function badTier(tier: string, tiers: ReadonlySet<string>): AdminFailure {
-  return fail(400, 'Bad Request', `tier: "${tier}" is not a configured tier (${[...tiers].join(', ')})`);
+  return fail('ADMIN_INVALID_REQUEST', `tier: "${tier}" is not a configured tier (${[...tiers].join(', ')})`);
 }

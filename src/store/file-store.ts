@@ -2,7 +2,7 @@ import { readFileSync, stat, statSync, type Stats } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MemoryKeyStore } from './memory-store.js';
-import { isoSeconds, TIMESTAMP_PATTERN } from '../time.js';
+import { INSTANT_MESSAGE, isoSeconds, parseInstant } from '../time.js';
 import {
   HASH_PATTERN,
   ID_PATTERN,
@@ -10,8 +10,10 @@ import {
   type AuditEntry,
   type Company,
   type CompanyPatch,
+  type CompanyUpdate,
   type CreateKeyResult,
   type Invalidation,
+  type KeyPatch,
   type KeyRecord,
   type KeyStore,
 } from './types.js';
@@ -20,7 +22,8 @@ const id = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" 
 const timestamp = z
   .union([z.string(), z.date()])
   .transform((v) => (v instanceof Date ? isoSeconds(v) : v))
-  .pipe(z.string().regex(TIMESTAMP_PATTERN, 'must be UTC YYYY-MM-DDTHH:MM:SSZ'));
+  // A real instant, not only the shape: `2027-02-30T00:00:00Z` would otherwise never apply.
+  .pipe(z.string().refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE));
 
 const fileKeySchema = z
   .object({
@@ -246,11 +249,11 @@ export class FileKeyStore implements KeyStore {
   async createCompany(_company: Company): Promise<boolean> {
     throw new StoreReadOnlyError();
   }
-  async updateCompany(_id: string, _patch: CompanyPatch, _now: string): Promise<Company | null> {
+  async updateCompany(_id: string, _patch: CompanyPatch, _now: string): Promise<CompanyUpdate | null> {
     throw new StoreReadOnlyError();
   }
   /** Only the in-memory exposure flag may change; revocation belongs in the file. */
-  async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
+  async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
     const keys = Object.keys(patch);
     if (keys.length === 1 && keys[0] === 'exposedAt') return this.memory.updateKey(id, patch);
     throw new StoreReadOnlyError();

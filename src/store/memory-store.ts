@@ -1,10 +1,13 @@
+import { parseInstant } from '../time.js';
 import {
   isKeyActive,
   type AuditEntry,
   type Company,
   type CompanyPatch,
+  type CompanyUpdate,
   type CreateKeyResult,
   type Invalidation,
+  type KeyPatch,
   type KeyRecord,
   type KeyStore,
 } from './types.js';
@@ -55,10 +58,16 @@ export class MemoryKeyStore implements KeyStore {
     return { ok: true };
   }
 
-  async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
+  async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
     const rec = this.keysById.get(id);
     if (!rec) return null;
-    Object.assign(rec, patch);
+    // No await between read and write: atomic in this process, like the Lua script on Redis.
+    for (const f of ['revokedAt', 'expiresAt', 'exposedAt'] as const) {
+      const v = patch[f];
+      if (v !== undefined && v !== null && isEarlier(v, rec[f])) rec[f] = v;
+    }
+    if (patch.rotatedTo !== undefined) rec.rotatedTo = patch.rotatedTo;
+    if (patch.label !== undefined) rec.label = patch.label;
     return { ...rec };
   }
 
@@ -82,11 +91,13 @@ export class MemoryKeyStore implements KeyStore {
     return true;
   }
 
-  async updateCompany(id: string, patch: CompanyPatch, now: string): Promise<Company | null> {
+  async updateCompany(id: string, patch: CompanyPatch, now: string): Promise<CompanyUpdate | null> {
     const c = this.companies.get(id);
     if (!c) return null;
-    Object.assign(c, patch, { updatedAt: now });
-    return { ...c };
+    const before = { ...c };
+    for (const [k, v] of Object.entries(patch)) if (v !== undefined) Object.assign(c, { [k]: v });
+    if (now > c.updatedAt) c.updatedAt = now;
+    return { before, after: { ...c } };
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
@@ -139,4 +150,14 @@ export class MemoryKeyStore implements KeyStore {
     this.keysById.set(rec.id, rec);
     this.keysByHash.set(rec.hash, rec);
   }
+}
+
+/**
+ * Whether `next` should replace the stored end time `stored`: only when it is earlier. A stored
+ * value that does not parse already counts as ended (fail closed) and is kept.
+ */
+export function isEarlier(next: string, stored: string | null): boolean {
+  if (stored === null || stored === '') return true;
+  const s = parseInstant(stored);
+  return s !== null && (parseInstant(next) ?? Infinity) < s;
 }

@@ -1,22 +1,30 @@
 import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
+import { parseInstant } from '../time.js';
 import { createInvalidationSubscriber, type InvalidationSubscriber } from './redis-invalidations.js';
 import type {
   AuditEntry,
   Company,
   CompanyPatch,
+  CompanyUpdate,
   CreateKeyResult,
   Invalidation,
+  KeyPatch,
   KeyRecord,
   KeyStore,
 } from './types.js';
 
 const AUDIT_MAXLEN = 10_000;
 
+// Every script below touches exactly ONE Redis key (KEYS[1]), so the layout stays Cluster-safe
+// without hash tags. Scripts are atomic: no other command runs between their read and their write.
+
 /**
  * Atomic cap check on one key (so it is Cluster-safe): drop entries whose expiry/revocation time has
  * passed, refuse when the company already has `cap` active keys, else add the new one.
  * KEYS[1] = active-key zset; ARGV = now ms, cap, key id, score (ms when it stops being active, or +inf).
+ * Scores are only ever lowered afterwards (`ZADD XX LT` in updateKey), so a key can never count for
+ * longer than it really works... nor shorter: its record's end time only moves earlier too.
  */
 const RESERVE_KEY_SLOT = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -25,6 +33,75 @@ if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 return 1
 `;
+
+/** KEYS[1] = c:<id>; ARGV = field/value pairs. The whole company in one write, only if new. */
+const CREATE_COMPANY = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+`;
+
+/**
+ * KEYS[1] = c:<id>; ARGV[1] = updatedAt; ARGV[2..] = field/value pairs of the patch only. Nothing
+ * when the company does not exist; updatedAt never moves back. Returns {before, after} hashes.
+ */
+const UPDATE_COMPANY = `
+if redis.call('HEXISTS', KEYS[1], 'tier') == 0 then return false end
+local before = redis.call('HGETALL', KEYS[1])
+for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local cur = redis.call('HGET', KEYS[1], 'updatedAt')
+if not cur or cur < ARGV[1] then redis.call('HSET', KEYS[1], 'updatedAt', ARGV[1]) end
+return {before, redis.call('HGETALL', KEYS[1])}
+`;
+
+/**
+ * KEYS[1] = kh:<hash>; ARGV = field/value pairs. Nothing when the key does not exist. End times
+ * (revokedAt, expiresAt, exposedAt) become min(stored, new): an empty new value changes nothing, and
+ * a stored value that is not a real instant is kept (it already counts as ended, fail closed).
+ * Valid timestamps compare as strings. Returns the record after the write.
+ */
+const UPDATE_KEY = `
+local function instant(s)
+  local y, mo, d, h, mi, se = string.match(s, '^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)Z$')
+  if not y then return false end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  if mo < 1 or mo > 12 or d < 1 or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(se) > 59 then return false end
+  local days = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+  local max = days[mo]
+  if mo == 2 and ((y % 4 == 0 and y % 100 ~= 0) or y % 400 == 0) then max = 29 end
+  return d <= max
+end
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return false end
+for i = 1, #ARGV, 2 do
+  local f, v = ARGV[i], ARGV[i + 1]
+  if f == 'revokedAt' or f == 'expiresAt' or f == 'exposedAt' then
+    if v ~= '' then
+      local cur = redis.call('HGET', KEYS[1], f)
+      if not cur or cur == '' or (instant(cur) and v < cur) then redis.call('HSET', KEYS[1], f, v) end
+    end
+  else
+    redis.call('HSET', KEYS[1], f, v)
+  end
+end
+return redis.call('HGETALL', KEYS[1])
+`;
+
+/** KEYS[1] = kh:<hash>; ARGV[1] = lastUsedAt. Only on an existing key, only ever later. */
+const TOUCH_KEY = `
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return 0 end
+local cur = redis.call('HGET', KEYS[1], 'lastUsedAt')
+if not cur or cur < ARGV[1] then redis.call('HSET', KEYS[1], 'lastUsedAt', ARGV[1]) end
+return 1
+`;
+
+/** The scripts above, as ioredis defines them on the client (EVALSHA with a fallback to EVAL). */
+interface Scripts {
+  ngReserveKeySlot(key: string, now: number, cap: number, id: string, score: string): Promise<number>;
+  ngCreateCompany(key: string, ...fields: string[]): Promise<number>;
+  ngUpdateCompany(key: string, now: string, ...fields: string[]): Promise<[string[], string[]] | null>;
+  ngUpdateKey(key: string, ...fields: string[]): Promise<string[] | null>;
+  ngTouchKey(key: string, at: string): Promise<number>;
+}
 
 const KEY_FIELDS = [
   'id',
@@ -56,7 +133,10 @@ const KEY_FIELDS = [
  * | `audit` | stream | capped audit trail |
  *
  * No command touches two keys (no MULTI, no multi-key Lua), so no hash tags are needed; each
- * instance's cache is kept coherent by pub/sub instead of cross-key transactions.
+ * instance's cache is kept coherent by pub/sub instead of cross-key transactions. Every
+ * read-modify-write of one record is a Lua script on that record's key. Derived keys (`ca:`) are
+ * written with commands whose order does not matter (the zset score only ever decreases), so they
+ * converge under any interleaving of writers.
  *
  * Invalidations go out on the pub/sub channel `<prefix>invalidate`; a re-subscription (reconnect,
  * failover, another Cluster node) invalidates everything, since messages may have been missed.
@@ -88,6 +168,14 @@ export class RedisKeyStore implements KeyStore {
     this.heartbeatMs = opts.heartbeatMs ?? 1000;
     this.channel = `${prefix}invalidate`;
     client.defineCommand('ngReserveKeySlot', { numberOfKeys: 1, lua: RESERVE_KEY_SLOT });
+    client.defineCommand('ngCreateCompany', { numberOfKeys: 1, lua: CREATE_COMPANY });
+    client.defineCommand('ngUpdateCompany', { numberOfKeys: 1, lua: UPDATE_COMPANY });
+    client.defineCommand('ngUpdateKey', { numberOfKeys: 1, lua: UPDATE_KEY });
+    client.defineCommand('ngTouchKey', { numberOfKeys: 1, lua: TOUCH_KEY });
+  }
+
+  private get scripts(): Scripts {
+    return this.client as unknown as Scripts;
   }
 
   async findKeyByHash(hash: string): Promise<KeyRecord | null> {
@@ -112,9 +200,13 @@ export class RedisKeyStore implements KeyStore {
       return { ok: false, reason: 'company_not_found' };
     }
     const zkey = this.prefix + 'ca:' + record.companyId;
-    const reserved = await (
-      this.client as unknown as { ngReserveKeySlot(...args: (string | number)[]): Promise<number> }
-    ).ngReserveKeySlot(zkey, Date.parse(now), maxActiveKeys, record.id, activeUntil(record));
+    const reserved = await this.scripts.ngReserveKeySlot(
+      zkey,
+      Date.parse(now),
+      maxActiveKeys,
+      record.id,
+      activeUntil(record),
+    );
     if (reserved !== 1) return { ok: false, reason: 'too_many_keys' };
     try {
       await this.client.hset(this.prefix + 'kh:' + record.hash, fromRecord(record));
@@ -128,22 +220,25 @@ export class RedisKeyStore implements KeyStore {
     return { ok: true };
   }
 
-  async updateKey(id: string, patch: Partial<KeyRecord>): Promise<KeyRecord | null> {
-    const current = await this.getKey(id);
-    if (!current) return null;
-    const next = { ...current, ...patch };
-    await this.client.hset(this.prefix + 'kh:' + current.hash, fromRecord(patch));
+  async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
+    const hash = await this.client.get(this.prefix + 'k:' + id);
+    if (!hash) return null;
+    const fields = Object.entries(fromRecord(patch)).flat();
+    const next = toKey(toHash((await this.scripts.ngUpdateKey(this.prefix + 'kh:' + hash, ...fields)) ?? []));
+    if (!next) return null;
+    // The record's end time only moves earlier, and so does the score: LT never raises it, XX
+    // never re-adds a key the cap check already dropped. Writers may reach this line in any order.
     const until = activeUntil(next);
-    const zkey = this.prefix + 'ca:' + current.companyId;
+    const zkey = this.prefix + 'ca:' + next.companyId;
     if (until !== '+inf' && Number(until) <= Date.now()) await this.client.zrem(zkey, id);
-    else await this.client.zadd(zkey, 'XX', until, id);
+    else await this.client.zadd(zkey, 'XX', 'LT', until, id);
     return next;
   }
 
   async touchKey(key: Pick<KeyRecord, 'id' | 'hash'>, at: string): Promise<void> {
-    // HSETNX-free and unconditional: writes are at most once a minute per key and instance, and a
-    // few seconds of disagreement between instances does not matter for "has this key gone quiet?".
-    await this.client.hset(this.prefix + 'kh:' + key.hash, 'lastUsedAt', at);
+    // A script, not HSET: HSET on a deleted key would leave a stray hash behind, and two instances
+    // writing out of order could move lastUsedAt back.
+    await this.scripts.ngTouchKey(this.prefix + 'kh:' + key.hash, at);
   }
 
   async getCompany(id: string): Promise<Company | null> {
@@ -157,20 +252,23 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async createCompany(company: Company): Promise<boolean> {
-    const key = this.prefix + 'c:' + company.id;
-    // HSETNX on the id field claims the company atomically; the rest follows.
-    if (!(await this.client.hsetnx(key, 'id', company.id))) return false;
-    await this.client.hset(key, { ...company, apiAccess: company.apiAccess ? '1' : '0' });
+    // One script: a reader never sees a company with only some of its fields.
+    const fields = Object.entries({ ...company, apiAccess: company.apiAccess ? '1' : '0' }).flat();
+    if (!(await this.scripts.ngCreateCompany(this.prefix + 'c:' + company.id, ...fields))) return false;
     await this.client.sadd(this.prefix + 'companies', company.id);
     return true;
   }
 
-  async updateCompany(id: string, patch: CompanyPatch, now: string): Promise<Company | null> {
-    const current = await this.getCompany(id);
-    if (!current) return null;
-    const next: Company = { ...current, ...patch, updatedAt: now };
-    await this.client.hset(this.prefix + 'c:' + id, { ...next, apiAccess: next.apiAccess ? '1' : '0' });
-    return next;
+  async updateCompany(id: string, patch: CompanyPatch, now: string): Promise<CompanyUpdate | null> {
+    const fields: string[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      if (v !== undefined) fields.push(k, k === 'apiAccess' ? (v ? '1' : '0') : String(v));
+    }
+    const r = await this.scripts.ngUpdateCompany(this.prefix + 'c:' + id, now, ...fields);
+    if (!r) return null;
+    const before = toCompany(toHash(r[0]));
+    const after = toCompany(toHash(r[1]));
+    return before && after ? { before, after } : null;
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
@@ -295,16 +393,26 @@ export class RedisKeyStore implements KeyStore {
   }
 }
 
+/** The zset score: ms when the key stops being active, '+inf' for never; unparseable = already (0). */
 function activeUntil(rec: Pick<KeyRecord, 'expiresAt' | 'revokedAt'>): string {
   const times = [rec.expiresAt, rec.revokedAt]
     .filter((t): t is string => t !== null)
-    .map((t) => Date.parse(t));
+    .map((t) => parseInstant(t) ?? 0);
   return times.length ? String(Math.min(...times)) : '+inf';
 }
 
 function fromRecord(rec: Partial<KeyRecord>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(rec)) out[k] = v === null || v === undefined ? '' : String(v);
+  for (const [k, v] of Object.entries(rec)) {
+    if (v !== undefined) out[k] = v === null ? '' : String(v);
+  }
+  return out;
+}
+
+/** A flat HGETALL reply from a script ([field, value, ...]) as an object. */
+function toHash(flat: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
   return out;
 }
 

@@ -1,3 +1,5 @@
+import { parseInstant } from '../time.js';
+
 /** A company's standing, as the spec describes it (section 5). */
 export type CompanyStatus = 'active' | 'pending' | 'suspended';
 
@@ -32,6 +34,17 @@ export interface KeyRecord {
 
 /** The company fields an update may change; `updatedAt` is set by the store. */
 export type CompanyPatch = Partial<Pick<Company, 'name' | 'tier' | 'status' | 'apiAccess'>>;
+
+/** One atomic company update: the company right before and right after this write. */
+export interface CompanyUpdate {
+  before: Company;
+  after: Company;
+}
+
+/** What `updateKey` may change. See `KeyStore.updateKey` for the rules. */
+export type KeyPatch = Partial<
+  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'rotatedTo' | 'label'>
+>;
 
 /** Cache invalidation message, published by writers and applied by every instance. */
 export type Invalidation = { kind: 'key'; hash: string } | { kind: 'company'; id: string } | { kind: 'all' };
@@ -82,19 +95,28 @@ export interface KeyStore {
   listKeys(companyId: string): Promise<KeyRecord[]>;
   /** Inserts a key unless the company has `maxActiveKeys` unrevoked, unexpired keys (0 = no cap). */
   createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult>;
-  /** Sets fields on an existing key; returns the updated record or null if unknown. */
-  updateKey(
-    id: string,
-    patch: Partial<Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'rotatedTo' | 'label'>>,
-  ): Promise<KeyRecord | null>;
-  /** Records last use; best effort, never on the request's critical path. */
+  /**
+   * Sets fields on an existing key, atomically; returns the record right after this write, or null
+   * if unknown. `revokedAt`, `expiresAt` and `exposedAt` only ever move EARLIER: the stored value
+   * becomes min(stored, patch); `null` in the patch changes nothing, and a stored value that does
+   * not parse is kept (it already counts as ended). So no write can un-revoke a key, postpone its
+   * revocation or extend its life (invariant 2), and the active-key set never grows behind the
+   * cap's back (invariant 5). Other fields are set as given.
+   */
+  updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null>;
+  /** Records last use (only ever later, only on an existing key); best effort, never on the request's critical path. */
   touchKey(key: Pick<KeyRecord, 'id' | 'hash'>, at: string): Promise<void>;
 
   getCompany(id: string): Promise<Company | null>;
   listCompanies(): Promise<Company[]>;
-  /** Returns false when the id exists already. */
+  /** Writes the whole company at once (no reader sees half of it); false when the id exists already. */
   createCompany(company: Company): Promise<boolean>;
-  updateCompany(id: string, patch: CompanyPatch, now: string): Promise<Company | null>;
+  /**
+   * Writes only the patched fields and `updatedAt` (never earlier than stored), atomically and only
+   * if the company exists, so concurrent changes to different fields all apply. Returns the
+   * company right before and right after this write (for an exact audit diff), or null if unknown.
+   */
+  updateCompany(id: string, patch: CompanyPatch, now: string): Promise<CompanyUpdate | null>;
 
   /** Appends to the capped audit trail. */
   appendAudit(entry: AuditEntry): Promise<void>;
@@ -118,14 +140,36 @@ export class StoreReadOnlyError extends Error {
   }
 }
 
-/** Whether a key record can authenticate at `now` (ms). */
-export function isKeyActive(rec: KeyRecord, now: number): boolean {
-  if (rec.revokedAt !== null && Date.parse(rec.revokedAt) <= now) return false;
-  if (rec.expiresAt !== null && Date.parse(rec.expiresAt) <= now) return false;
-  return true;
+/**
+ * Whether a key record can authenticate at `now` (ms). A `revokedAt` or `expiresAt` that is not a
+ * real instant fails closed: the key counts as revoked or expired (invariant 4).
+ */
+export function isKeyActive(rec: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, now: number): boolean {
+  return !hasPassed(rec.revokedAt, now) && !hasPassed(rec.expiresAt, now);
+}
+
+/** Whether an optional end time (`revokedAt`, `expiresAt`) has passed at `now`; unparseable = passed. */
+export function hasPassed(at: string | null, now: number): boolean {
+  if (at === null) return false;
+  const ms = parseInstant(at);
+  return ms === null || ms <= now;
 }
 
 /** Company and key ids: safe in URLs, headers, Redis key names and log lines. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A SHA-256 hex digest (optionally written `sha256:<hex>` in the file store). */
 export const HASH_PATTERN = /^[0-9a-f]{64}$/;
+/**
+ * Whether a store rejection is an outage (the store cannot be reached or cannot serve right now:
+ * connection closed or refused, command timed out, Cluster or replica down, loading) rather than
+ * a bug or a refused command. Outages answer 503 (retry later); anything else is a 500. Matched
+ * by name and message because ioredis reports connection failures as plain `Error`s.
+ */
+export function isStoreOutage(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (['MaxRetriesPerRequestError', 'ClusterAllFailedError', 'StoreUnavailableError'].includes(err.name))
+    return true;
+  return STORE_OUTAGE_MESSAGE.test(err.message);
+}
+const STORE_OUTAGE_MESSAGE =
+  /^(LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|NOREPLICAS|BUSY )|Connection is closed|Stream isn't writeable|Command timed out|enableOfflineQueue|None of (the )?startup nodes|Failed to refresh slots cache|Too many Cluster redirections|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|connect ETIMEDOUT/;

@@ -123,6 +123,21 @@ describe('CLI', () => {
     assert.ok(!audit.stdout.includes(k.key));
   });
 
+  test('keys create --expires-at with an impossible instant: exit 2 naming the field, nothing created', async () => {
+    assert.equal((await cli(['companies', 'create', 'ts-cli', '--tier', 'free'], env)).code, 0);
+    for (const at of [
+      '2027-02-30T00:00:00Z',
+      '2030-13-01T00:00:00Z',
+      '2030-01-01T24:00:00Z',
+      '2030-01-01T23:59:60Z',
+    ]) {
+      const r = await cli(['keys', 'create', 'ts-cli', '--expires-at', at], env);
+      assert.equal(r.code, 2, at);
+      assert.match(r.stderr, /expiresAt: must be a real UTC instant/, at);
+    }
+    assert.match((await cli(['keys', 'list', 'ts-cli'], env)).stdout, /\(none\)/);
+  });
+
   test('keys hash: stdin → the SHA-256 the file store expects', async () => {
     const r = await cli(['keys', 'hash'], {}, 'nk_live_example\n');
     assert.equal(r.code, 0);

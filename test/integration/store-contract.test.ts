@@ -18,6 +18,7 @@ import {
 import { isoSeconds } from '../../src/time.js';
 import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { storeConcurrencySuite } from '../helpers/store-concurrency.js';
 
 const now = () => isoSeconds(Date.now());
 
@@ -81,15 +82,20 @@ function writableContract(
         (await store.listCompanies()).map((c) => c.id).filter((id) => id.startsWith('c-')),
         ['c-a', 'c-b'],
       );
-      const up = await store.updateCompany(
+      const change = await store.updateCompany(
         'c-b',
         { status: 'active', apiAccess: true },
         '2030-01-01T00:00:00Z',
       );
+      assert.deepEqual(change?.before, b, 'before: the company right before this write');
+      const up = change?.after;
       assert.equal(up?.status, 'active');
       assert.equal(up?.apiAccess, true);
+      assert.equal(up?.tier, 'free', 'fields outside the patch are kept');
       assert.equal(up?.updatedAt, '2030-01-01T00:00:00Z');
       assert.deepEqual(await store.getCompany('c-b'), up);
+      const older = await store.updateCompany('c-b', { name: 'B' }, '2029-01-01T00:00:00Z');
+      assert.equal(older?.after.updatedAt, '2030-01-01T00:00:00Z', 'updatedAt never moves back');
       assert.equal(await store.updateCompany('nope', { tier: 'x' }, now()), null);
       assert.equal(await store.getCompany('nope'), null);
     });
@@ -176,6 +182,8 @@ function writableContract(
     test('ping', async () => {
       await store.ping();
     });
+
+    storeConcurrencySuite(() => store);
   });
 }
 

@@ -13,7 +13,10 @@ import {
   revocationReachesAll,
   startGateways,
 } from '../helpers/scale.js';
+import { storeConcurrencySuite } from '../helpers/store-concurrency.js';
 import { redisCmd, startCluster, type TestCluster } from '../helpers/topologies.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
+import { RedisKeyStore } from '../../src/store/redis-store.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /** Upper bound for any single answer during a failover (commandTimeoutMs is 500 by default). */
@@ -56,6 +59,27 @@ describe('Redis Cluster (3 masters + 3 replicas) behind 3 gateway instances', ()
 
   test('audit stream and lastUsedAt work on Cluster', async () => {
     await auditAndLastUsed(gws, 'audit-co');
+  });
+
+  // The concurrency section of the store contract (issue 10), on Cluster: every script touches one
+  // key, so each runs on the node owning that key's slot. Before the failover tests, on a healthy
+  // cluster.
+  describe('KeyStore contract, concurrency section, on Cluster', () => {
+    let store: RedisKeyStore;
+    before(async () => {
+      const cfg = {
+        url: `redis://127.0.0.1:${cluster.seeds[0]!.port}`,
+        cluster: cluster.seeds,
+        keyPrefix: 'cc:',
+        commandTimeoutMs: 1000,
+        connectTimeoutMs: 2000,
+      };
+      const client = createRedisClient(cfg);
+      assert.ok(await waitForReady(client, 5000), 'cluster client did not become ready');
+      store = new RedisKeyStore(client, createRedisClient(cfg), 'cc:');
+    });
+    after(async () => store?.close());
+    storeConcurrencySuite(() => store, 'cluster');
   });
 
   test('a hung node holding invalidation subscriptions: instances move their subscription and miss no revocation', async () => {

@@ -1,0 +1,263 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AdminService } from '../../src/admin/service.js';
+import { isKeyActive, type Company, type CompanyPatch, type KeyStore } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
+
+/** 0-2 ms, or the next turn of the event loop: enough to shuffle which write lands first. */
+async function jitter(): Promise<void> {
+  const r = Math.random();
+  if (r < 0.25) return;
+  if (r < 0.5) return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 3)));
+}
+
+function pick<T>(items: readonly T[]): T {
+  return items[Math.floor(Math.random() * items.length)]!;
+}
+
+/** Ids of the company's keys that are active now, as one listKeys call sees them. */
+async function activeIds(store: KeyStore, companyId: string): Promise<Set<string>> {
+  const now = Date.now();
+  return new Set((await store.listKeys(companyId)).filter((k) => isKeyActive(k, now)).map((k) => k.id));
+}
+
+/**
+ * The concurrency section of the KeyStore contract (issue 10; INVARIANTS 2, 3, 5), for every
+ * writable store: memory, Redis single node, Redis Cluster. Call it inside the store's `describe`;
+ * `getStore` is read when the tests run (after the suite's `before`). `tag` keeps ids apart when
+ * several suites share one store.
+ */
+export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): void {
+  const service = (maxActiveKeys = 2) =>
+    new AdminService({
+      store: getStore(),
+      tiers: new Set(['free', 'standard']),
+      maxActiveKeys,
+      rotationAgeDays: 90,
+    });
+
+  test('concurrency: concurrent PATCHes of different fields all apply, each with its own exact before/after', async () => {
+    const store = getStore();
+    const patches: CompanyPatch[] = [
+      { status: 'suspended' },
+      { tier: 'standard' },
+      { apiAccess: false },
+      { name: 'renamed' },
+    ];
+    for (let trial = 0; trial < 10; trial++) {
+      const id = `${tag}-patch-${trial}`;
+      const original: Company = {
+        id,
+        name: id,
+        tier: 'free',
+        status: 'active',
+        apiAccess: true,
+        createdAt: '2026-01-01T00:00:00Z',
+        updatedAt: '2026-01-01T00:00:00Z',
+      };
+      assert.equal(await store.createCompany(original), true);
+      const results = await Promise.all(
+        patches.map(async (p) => {
+          await jitter();
+          return store.updateCompany(id, p, isoSeconds());
+        }),
+      );
+      const final = await store.getCompany(id);
+      assert.deepEqual(
+        { name: final?.name, tier: final?.tier, status: final?.status, apiAccess: final?.apiAccess },
+        { name: 'renamed', tier: 'standard', status: 'suspended', apiAccess: false },
+        `trial ${trial}: a change was lost`,
+      );
+      results.forEach((r, i) => {
+        const [field, value] = Object.entries(patches[i]!)[0]! as [keyof Company, unknown];
+        assert.ok(r, `trial ${trial}: update ${field} found no company`);
+        // Each field changes once, so the write that changed it saw the original value before it.
+        assert.equal(r.before[field], original[field], `trial ${trial}: ${field} before`);
+        assert.equal(r.after[field], value, `trial ${trial}: ${field} after`);
+      });
+    }
+    assert.equal(await store.updateCompany(`${tag}-no-such-company`, { tier: 'free' }, isoSeconds()), null);
+    assert.equal(await store.getCompany(`${tag}-no-such-company`), null, 'an update creates nothing');
+  });
+
+  test('concurrency: revoke racing rotate with a grace period ends revoked (50 interleavings)', async () => {
+    const store = getStore();
+    const svc = service(2);
+    for (let trial = 0; trial < 50; trial++) {
+      const co = `${tag}-race-${trial}`;
+      assert.ok((await svc.createCompany({ id: co, tier: 'free' })).ok);
+      const k = await svc.createKey(co, {});
+      assert.ok(k.ok);
+      const [revoked, rotated] = await Promise.all([
+        jitter().then(() => svc.revokeKey(k.value.id)),
+        jitter().then(() => svc.rotateKey(k.value.id, { gracePeriodSeconds: 86_400 })),
+      ]);
+      assert.ok(revoked.ok, `trial ${trial}: revoke failed`);
+      assert.equal(revoked.value.status, 'revoked');
+      const old = await store.getKey(k.value.id);
+      assert.ok(old?.revokedAt, `trial ${trial}: the revocation was undone`);
+      assert.ok(Date.parse(old.revokedAt) <= Date.now(), `trial ${trial}: revokedAt moved later`);
+      assert.equal(isKeyActive(old, Date.now()), false, `trial ${trial}: the old key works again`);
+      if (rotated.ok) {
+        // Never an answer that promises the old key longer than it really works.
+        assert.ok(rotated.value.oldKeyRevokesAt !== null);
+      } else {
+        assert.equal(rotated.status, 409, `trial ${trial}: ${rotated.details}`);
+      }
+      // The cap still counts right: at most 2 active keys, whatever more we try to create.
+      for (let i = 0; i < 3; i++) await svc.createKey(co, {});
+      assert.ok((await activeIds(store, co)).size <= 2, `trial ${trial}: cap exceeded`);
+    }
+  });
+
+  test('concurrency: 20 concurrent creates, rotations and revocations keep the cap at every observed point', async () => {
+    const store = getStore();
+    const cap = 2;
+    const svc = service(cap);
+    for (let round = 0; round < 8; round++) {
+      const co = `${tag}-cap-${round}`;
+      assert.ok((await svc.createCompany({ id: co, tier: 'free' })).ok);
+      const first = await svc.createKey(co, {});
+      assert.ok(first.ok);
+      const ids = [first.value.id];
+      let done = false;
+      let samples = 0;
+      // Two listKeys one after the other: a key active in both was active the whole time in
+      // between (a key never comes back, see the next test), so the keys active in both were all
+      // active at once at some instant. A non-atomic listKeys cannot make this count too high.
+      const sampler = (async () => {
+        while (!done) {
+          const a = await activeIds(store, co);
+          const b = await activeIds(store, co);
+          const both = [...a].filter((id) => b.has(id));
+          assert.ok(both.length <= cap, `round ${round}: ${both.length} keys active at once`);
+          samples++;
+          // The memory store answers in microtasks only: let timers (and the writers) run.
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      // Half the operations race on the first key (revoke against rotate with a grace period:
+      // the old code brought such a key back to life outside the cap's count), the other half
+      // create, rotate and revoke at random, a little later.
+      const ops = Array.from({ length: 20 }, async (_, i) => {
+        await jitter();
+        const racing = i < 10;
+        if (!racing) await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 5)));
+        const target = racing ? first.value.id : pick(ids);
+        const kind = racing ? (i % 2) + 1 : i % 3;
+        if (kind === 0) {
+          const c = await svc.createKey(co, {});
+          if (c.ok) ids.push(c.value.id);
+          else assert.equal(c.status, 409);
+        } else if (kind === 1) {
+          const grace = racing ? 86_400 : pick([undefined, 0, 1, 86_400]);
+          const r = await svc.rotateKey(target, grace === undefined ? {} : { gracePeriodSeconds: grace });
+          if (r.ok) ids.push(r.value.id);
+          else assert.equal(r.status, 409);
+        } else {
+          assert.ok((await svc.revokeKey(target)).ok);
+        }
+      });
+      try {
+        await Promise.all(ops);
+      } finally {
+        done = true;
+        await sampler;
+      }
+      assert.ok(samples > 0);
+      // Fill up to the cap: whatever the interleaving left behind, the store still counts right.
+      for (let i = 0; i < cap + 1; i++) await svc.createKey(co, {});
+      assert.ok((await activeIds(store, co)).size <= cap, `round ${round}: cap exceeded at the end`);
+    }
+  });
+
+  test('concurrency: a PATCH, a rotation or a retry never moves revokedAt later, never un-revokes', async () => {
+    const store = getStore();
+    const svc = service(0);
+    const co = `${tag}-final`;
+    assert.ok((await svc.createCompany({ id: co, tier: 'free' })).ok);
+    const k = await svc.createKey(co, {});
+    assert.ok(k.ok);
+    const rev = await svc.revokeKey(k.value.id);
+    assert.ok(rev.ok);
+    const at = rev.value.revokedAt!;
+    const later = isoSeconds(Date.parse(at) + 3_600_000);
+    assert.equal((await store.updateKey(k.value.id, { revokedAt: later }))?.revokedAt, at);
+    const relabelled = await store.updateKey(k.value.id, { revokedAt: null, label: 'x' });
+    assert.equal(relabelled?.revokedAt, at, 'null un-revoked the key');
+    assert.equal(relabelled?.label, 'x', 'other fields still change');
+    assert.equal((await svc.rotateKey(k.value.id, { gracePeriodSeconds: 3600 })).ok, false);
+    await new Promise((r) => setTimeout(r, 1100)); // the retry runs a second later
+    const retry = await svc.revokeKey(k.value.id);
+    assert.ok(retry.ok);
+    assert.equal((await store.getKey(k.value.id))?.revokedAt, at, 'a retry moved revokedAt');
+
+    // A revocation that is only scheduled (grace period) can come earlier, never later.
+    const b = await svc.createKey(co, {});
+    assert.ok(b.ok);
+    const r1 = await svc.rotateKey(b.value.id, { gracePeriodSeconds: 60 });
+    assert.ok(r1.ok);
+    const scheduled = r1.value.oldKeyRevokesAt!;
+    const r2 = await svc.rotateKey(b.value.id, { gracePeriodSeconds: 86_400 });
+    assert.ok(r2.ok);
+    assert.equal(r2.value.oldKeyRevokesAt, scheduled, 'the answer reports the real, earlier time');
+    assert.equal((await store.getKey(b.value.id))?.revokedAt, scheduled, 'a second rotation postponed it');
+    assert.equal((await store.getKey(b.value.id))?.rotatedTo, r2.value.id);
+    assert.equal(
+      (await store.updateKey(b.value.id, { revokedAt: isoSeconds(Date.now() + 7_200_000) }))?.revokedAt,
+      scheduled,
+    );
+    const now = await svc.revokeKey(b.value.id);
+    assert.ok(now.ok);
+    assert.ok(Date.parse(now.value.revokedAt!) < Date.parse(scheduled), 'DELETE brings it forward');
+
+    // An expiry is never extended either (that would bring an expired key back past the cap).
+    const e = await svc.createKey(co, { expiresAt: isoSeconds(Date.now() + 60_000) });
+    assert.ok(e.ok);
+    const extended = await store.updateKey(e.value.id, { expiresAt: '2099-01-01T00:00:00Z' });
+    assert.equal(extended?.expiresAt, e.value.expiresAt);
+  });
+
+  test('concurrency: concurrent creates of one company: exactly one wins, readers see all of it or nothing', async () => {
+    const store = getStore();
+    const id = `${tag}-dup`;
+    const names = Array.from({ length: 10 }, (_, i) => `name-${i}`);
+    let done = false;
+    const seen: (Company | null)[] = [];
+    const reader = (async () => {
+      while (!done) {
+        seen.push(await store.getCompany(id));
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const created = await Promise.all(
+      names.map(async (name) => {
+        await jitter();
+        return store.createCompany({
+          id,
+          name,
+          tier: 'standard',
+          status: 'suspended',
+          apiAccess: false,
+          createdAt: '2026-01-01T00:00:00Z',
+          updatedAt: '2026-01-01T00:00:00Z',
+        });
+      }),
+    );
+    done = true;
+    await reader;
+    assert.equal(created.filter(Boolean).length, 1);
+    const winner = names[created.indexOf(true)];
+    const final = await store.getCompany(id);
+    assert.equal(final?.name, winner);
+    for (const c of [...seen, final]) {
+      if (c === null) continue;
+      assert.deepEqual(
+        [c.name, c.tier, c.status, c.apiAccess, c.createdAt],
+        [winner, 'standard', 'suspended', false, '2026-01-01T00:00:00Z'],
+        'a reader saw part of a company',
+      );
+    }
+  });
+}
