@@ -82,7 +82,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   }));
   const matchRoute = createRouteMatcher(routes);
   const routeByPrefix = new Map(routes.map((r) => [r.prefix, r]));
-  const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
+  const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames, config.urlKeyGuard);
   function signProxyRequest(proxyReq: ClientRequest, req: IncomingMessage): void {
     const st = req.gw;
     proxyReq.setHeader(
@@ -194,6 +194,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {
     const found = checkUrlForKey(req.url ?? '');
     if (found.found) noteKeyInUrl(req, found.candidates);
+    else if (found.overLimit) req.gw.keyInUrl = true; // not read to the end: never logged either
     return found.found;
   }
 
@@ -239,7 +240,9 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // ---- 6. a key in the URL is refused, never forwarded
   const urlKeyGuard: RequestHandler = async function urlKeyGuard(req, res, next) {
     const found = checkUrlForKey(req.url);
-    if (!found.found) return next();
+    // Past the guard's caps the URL was not read to the end: refused, and its path never logged.
+    if (!found.found && found.overLimit) req.gw.keyInUrl = true;
+    if (!found.found) return found.overLimit ? deny(req, res, 'BAD_REQUEST') : next();
     // Keys in URLs count against the same per-address budget as bad header keys.
     const wait = (await deps.authFailures?.blockedFor(req.gw.clientIp)) ?? 0;
     noteKeyInUrl(req, found.candidates);
