@@ -24,7 +24,7 @@ export interface RequestState {
   error?: ErrorCode;
   /** Why authentication failed (metrics and logs; never the key). */
   denyReason?: string;
-  /** The URL carried a key: the path is redacted in the log line. */
+  /** The URL carried a key, or had more parts than the key guard reads: the path is redacted in the log line. */
   keyInUrl?: boolean;
   upstreamTimedOut?: boolean;
   /** The client sent `Connection: close`: its connection is closed after the response. */

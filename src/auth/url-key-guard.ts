@@ -1,75 +1,147 @@
+import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
 import { KEY_LIKE_PATTERN } from './api-key.js';
+import { percentDecode } from './percent-decode.js';
 
 const KEY_LIKE_GLOBAL = new RegExp(KEY_LIKE_PATTERN.source, 'g');
 /** Double and triple %-encoding are undone too: `%2561pi_key` still names `api_key`. */
 const MAX_DECODE_ROUNDS = 4;
 
-export type UrlKeyCheck = { found: false } | { found: true; candidates: string[] };
-
-/** Lowercases and drops everything but letters and digits: `X-API_Key`, `x.api.key` → `xapikey`. */
-export function normaliseParamName(name: string): string {
-  return decodeRepeatedly(name)
-    .toLowerCase()
-    .replace(/[^a-z0-9]/g, '');
+export interface UrlGuardLimits {
+  /** Query and matrix parameters examined: every piece between `&` or `;` (or `/` after a `;`). */
+  maxParams: number;
+  /** Path segments (pieces between `/`). */
+  maxPathSegments: number;
 }
 
 /**
- * Builds the URL guard: a request URL carries a key when a query parameter has a key-like name (any
- * case, separators or %-encoding) or any part of the URL holds a value shaped like one of our keys.
- * Returns the candidate key values so a caller can check whether a real key was exposed.
+ * What the guard saw. `overLimit`: the URL has more parameters or path segments than the guard
+ * examines, so it may hide a key: a caller refuses it and does not log its path. Candidates are
+ * what was found in the examined part, plus plain (not %-encoded) key-shaped values in the rest.
+ */
+export type UrlKeyCheck =
+  { found: false; overLimit?: boolean } | { found: true; candidates: string[]; overLimit?: boolean };
+
+/** Lowercases and drops everything but letters and digits: `X-API_Key`, `x.api.key` → `xapikey`. */
+export function normaliseParamName(name: string): string {
+  return squashName(decodeRepeatedly(name));
+}
+
+/**
+ * Builds the URL guard: a request URL carries a key when a query or matrix parameter has a
+ * key-like name (any case, separators or %-encoding) or any part of the URL holds a value shaped
+ * like one of our keys. Returns the candidate key values (a key-named parameter's decoded value,
+ * or the key-shaped substring) so a caller can check whether a real key was exposed.
+ *
+ * Cost: linear in the URL's length, with native string operations doing most of it; no
+ * exceptions, no backtracking regex. A string is %-decoded at most MAX_DECODE_ROUNDS times. At most
+ * `limits.maxParams` parameters and `limits.maxPathSegments` segments are examined; past a cap the
+ * result says `overLimit`, and the rest of the URL is only searched, as sent (not decoded), for
+ * key-shaped values.
  *
  * @example
  * const check = createUrlKeyGuard(['api_key', 'token']);
  * check('/notify/v1/otps?API%5FKEY=abc') // { found: true, candidates: ['abc'] }
  */
-export function createUrlKeyGuard(paramNames: readonly string[]): (url: string) => UrlKeyCheck {
+export function createUrlKeyGuard(
+  paramNames: readonly string[],
+  limits: Readonly<UrlGuardLimits> = DEFAULT_URL_GUARD_LIMITS,
+): (url: string) => UrlKeyCheck {
   const names = new Set(paramNames.map(normaliseParamName));
   return function checkUrlForKey(url: string): UrlKeyCheck {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const candidates: string[] = [];
-    // Fast path: a plain path with no '%' and no 'nk_' cannot hide a key.
-    if (path.includes('nk_') || path.includes('%')) collectKeyShaped(decodeRepeatedly(path), candidates);
-    // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too.
-    if (path.includes(';') || path.includes('%')) {
+    const scan: PairScan = { names, candidates: [], budget: limits.maxParams };
+    let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
+    if (overLimit) collectKeyShaped(url, scan.candidates);
+    else {
       const decoded = decodeRepeatedly(path);
+      collectKeyShaped(decoded, scan.candidates);
+      // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too; after the first
+      // `;` every later segment is read as one.
       const semi = decoded.indexOf(';');
-      if (semi !== -1) checkPairs(decoded.slice(semi + 1).replace(/\//g, ';'), names, candidates);
+      if (semi !== -1) overLimit = !checkPairs(decoded, semi + 1, true, scan);
+      if (overLimit) collectKeyShaped(url.slice(path.length), scan.candidates);
+      else if (q !== -1) overLimit = !checkPairs(url, q + 1, false, scan);
     }
-    if (q !== -1) checkPairs(url.slice(q + 1), names, candidates);
-    return candidates.length ? { found: true, candidates } : { found: false };
+    const found = scan.candidates.length > 0;
+    const result: UrlKeyCheck = found ? { found, candidates: scan.candidates } : { found };
+    if (overLimit) result.overLimit = true;
+    return result;
   };
 }
 
-/** Checks `name=value` pairs separated by `&` or `;` (query strings and matrix parameters). */
-function checkPairs(params: string, names: Set<string>, candidates: string[]): void {
-  for (const pair of params.split(/[&;]/)) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const rawName = eq === -1 ? pair : pair.slice(0, eq);
-    const value = eq === -1 ? '' : decodeRepeatedly(pair.slice(eq + 1));
-    if (names.has(normaliseParamName(rawName))) candidates.push(value);
-    else collectKeyShaped(value, candidates);
-    // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
-    collectKeyShaped(decodeRepeatedly(rawName), candidates);
-  }
+interface PairScan {
+  names: Set<string>;
+  candidates: string[];
+  /** Pieces left to examine one by one. */
+  budget: number;
 }
 
+/**
+ * Checks the `name=value` pairs of `s` from `start`, separated by `&` or `;` (and `/` in a path's
+ * matrix parameters). Returns false when the budget ran out; the rest of `s` is then only searched
+ * for plain key-shaped values. Each separator is looked up with indexOf once, so the whole scan is one
+ * native pass however many pieces there are.
+ */
+function checkPairs(s: string, start: number, matrix: boolean, scan: PairScan): boolean {
+  const next = { '&': -2, ';': -2, '/': matrix ? -2 : -1, '=': -2 };
+  for (let i = start; i <= s.length;) {
+    if (--scan.budget < 0) {
+      collectKeyShaped(s.slice(i), scan.candidates);
+      return false;
+    }
+    const end = Math.min(nextOf(s, '&', i, next), nextOf(s, ';', i, next), nextOf(s, '/', i, next));
+    const eq = nextOf(s, '=', i, next);
+    if (end > i) {
+      const named = eq < end;
+      checkPair(s.slice(i, named ? eq : end), named ? s.slice(eq + 1, end) : '', scan);
+    }
+    i = end + 1;
+  }
+  return true;
+}
+
+/** Index of the next `ch` at or after `i` (s.length if none), cached in `next` (-1: none left). */
+function nextOf(s: string, ch: '&' | ';' | '/' | '=', i: number, next: Record<string, number>): number {
+  let at = next[ch]!;
+  if (at !== -1 && at < i) next[ch] = at = s.indexOf(ch, i);
+  return at === -1 ? s.length : at;
+}
+
+function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
+  const value = decodeRepeatedly(rawValue);
+  const name = decodeRepeatedly(rawName);
+  if (scan.names.has(squashName(name))) scan.candidates.push(value);
+  else collectKeyShaped(value, scan.candidates);
+  // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
+  collectKeyShaped(name, scan.candidates);
+}
+
+/** Lowercase letters and digits only. The regex is one character class: no backtracking. */
+function squashName(decoded: string): string {
+  return decoded.toLowerCase().replace(/[^a-z0-9]+/g, '');
+}
+
+/** Key-shaped substrings. The pattern has only bounded quantifiers: at most ~60 steps per `nk_`. */
 function collectKeyShaped(text: string, out: string[]): void {
   if (!text.includes('nk_')) return;
-  for (const m of text.matchAll(KEY_LIKE_GLOBAL)) out.push(m[0]);
+  // exec on the one global regex: matchAll would clone it on every call.
+  KEY_LIKE_GLOBAL.lastIndex = 0;
+  for (let m = KEY_LIKE_GLOBAL.exec(text); m !== null; m = KEY_LIKE_GLOBAL.exec(text)) out.push(m[0]);
 }
 
-/** %-decodes (and '+' → space) until stable; malformed escapes are left as they are. */
+/** Whether `s` holds more than `max` of `ch` (stops looking at max + 1). */
+function hasMoreThan(s: string, ch: string, max: number): boolean {
+  let at = -1;
+  for (let n = 0; n <= max; n++) if ((at = s.indexOf(ch, at + 1)) === -1) return false;
+  return true;
+}
+
+/** '+' → space, then %-decodes until stable, at most MAX_DECODE_ROUNDS times. Never throws. */
 function decodeRepeatedly(s: string): string {
-  let cur = s.includes('+') ? s.replace(/\+/g, ' ') : s;
+  let cur = s.includes('+') ? s.replaceAll('+', ' ') : s;
   for (let i = 0; i < MAX_DECODE_ROUNDS && cur.includes('%'); i++) {
-    let next: string;
-    try {
-      next = decodeURIComponent(cur);
-    } catch {
-      next = cur.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-    }
+    const next = percentDecode(cur);
     if (next === cur) break;
     cur = next;
   }

@@ -42,6 +42,8 @@ export const DEFAULT_TIERS = [
   { name: 'enterprise', points: 6000, duration: 60 },
 ];
 
+/** How much of a URL the key guard examines before authentication (cost cap; see README). */
+export const DEFAULT_URL_GUARD_LIMITS = { maxParams: 256, maxPathSegments: 128 } as const;
 /** Names a client must not use for a key in the URL; compared after %-decoding, lowercasing and dropping `-`/`_`. */
 export const DEFAULT_URL_KEY_PARAMS = [
   'api_key',
@@ -199,7 +201,18 @@ export const configSchema = z
       .strict()
       .default({}),
     urlKeyGuard: z
-      .object({ paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS) })
+      .object({
+        paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS),
+        /** Query and matrix parameters examined before a key is checked; a URL with more gets 400. */
+        maxParams: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_URL_GUARD_LIMITS.maxParams),
+        /** Path segments examined before a key is checked; a URL with more gets 400. */
+        maxPathSegments: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .max(10_000)
+          .default(DEFAULT_URL_GUARD_LIMITS.maxPathSegments),
+      })
       .strict()
       .default({}),
     browser: z

@@ -57,7 +57,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         : null,
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
   });
-  const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
+  const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames, config.urlKeyGuard);
   const { noteKeyInUrl, checkAndNoteKeyInUrl } = createKeyInUrlNotes({
     checkUrlForKey,
     authFailures,

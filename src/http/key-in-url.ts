@@ -55,6 +55,7 @@ export function createKeyInUrlNotes(opts: KeyInUrlOptions): KeyInUrlNotes {
   function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {
     const found = checkUrlForKey(req.url ?? '');
     if (found.found) noteKeyInUrl(req, found.candidates);
+    else if (found.overLimit) req.gw.keyInUrl = true; // not read to the end: never logged either
     return found.found;
   }
   return { noteKeyInUrl, checkAndNoteKeyInUrl };

@@ -30,7 +30,9 @@ export function createUrlKeyGuardStep(opts: UrlKeyGuardOptions): RequestHandler 
   const { checkUrlForKey, noteKeyInUrl, authFailures } = opts;
   return async function urlKeyGuard(req, res, next) {
     const found = checkUrlForKey(req.url);
-    if (!found.found) return next();
+    // Past the guard's caps the URL was not read to the end: refused, and its path never logged.
+    if (!found.found && found.overLimit) req.gw.keyInUrl = true;
+    if (!found.found) return found.overLimit ? deny(req, res, 'BAD_REQUEST') : next();
     // Keys in URLs count against the same per-address budget as bad header keys.
     const wait = (await authFailures?.blockedFor(req.gw.clientIp)) ?? 0;
     noteKeyInUrl(req, found.candidates);
