@@ -14,6 +14,7 @@ import { MemoryKeyStore } from '../../src/store/memory-store.js';
 import { ADMIN_TOKEN, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/http.js';
 import { createOutputSweep } from '../helpers/output-sweep.js';
+import { ProbeKeyStore } from '../helpers/probe-store.js';
 import { freePort, type TestRedis } from '../helpers/redis.js';
 import type { RecordingUpstream } from '../helpers/upstream.js';
 
@@ -389,16 +390,12 @@ describe('hostile input', () => {
 describe('brute force', () => {
   let upstream: RecordingUpstream;
   let t: TestGateway;
-  let lookups = 0;
+  // A real memory store seen through a probe that counts its lookups.
+  const store = new ProbeKeyStore(new MemoryKeyStore());
+  const lookups = () => store.count('findKeyByHash');
 
   before(async () => {
     upstream = await startUpstream();
-    const store = new MemoryKeyStore();
-    const find = store.findKeyByHash.bind(store);
-    store.findKeyByHash = async (h: string) => {
-      lookups++;
-      return find(h);
-    };
     t = await startTestGateway(
       {
         store: { type: 'memory' },
@@ -421,7 +418,7 @@ describe('brute force', () => {
     for (let i = 0; i < 7; i++)
       statuses.push((await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': unknown } })).status);
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429]);
-    assert.equal(lookups, 1, 'the negative cache answered the repeats');
+    assert.equal(lookups(), 1, 'the negative cache answered the repeats');
     const blocked = await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } });
     assert.equal(blocked.status, 429, 'the address is blocked, even with a valid key');
     assert.deepEqual(blocked.json, {
@@ -429,8 +426,25 @@ describe('brute force', () => {
       details: 'Too many failed authentications from this address; retry after the delay in Retry-After',
     });
     assert.ok(Number(blocked.headers['retry-after']) > 0);
-    // Checksum failures never reach the store at all.
-    assert.equal(lookups, 1);
+    assert.equal(lookups(), 1, 'a blocked address costs no lookup');
+  });
+
+  test('checksum failures never reach the store, and count against the address budget', async () => {
+    // A fresh address (the one above is blocked): 127.0.0.3.
+    const typos = Array.from({ length: 4 }, () => {
+      const k = generateApiKey('live');
+      const i = 'nk_live_'.length + 5;
+      return k.slice(0, i) + (k[i] === 'a' ? 'b' : 'a') + k.slice(i + 1); // one typo: the checksum fails
+    });
+    const before = lookups();
+    for (const typo of typos) assert.equal(await sendFrom('127.0.0.3', t.port, '/notify/v1/x', typo), 401);
+    assert.equal(lookups(), before, 'no store lookup for a key whose checksum fails');
+    // The same path with a well-formed unknown key does reach the store: the probe counts this path.
+    assert.equal(await sendFrom('127.0.0.3', t.port, '/notify/v1/x', generateApiKey('live')), 401);
+    assert.equal(lookups(), before + 1);
+    // The four checksum failures counted: the fifth failure used the budget.
+    assert.equal(await sendFrom('127.0.0.3', t.port, '/notify/v1/x', typos[0]), 429);
+    assert.equal(upstream.received.length, 0);
   });
 
   test('keys in URLs count against the same per-address budget', async () => {
