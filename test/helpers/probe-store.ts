@@ -20,7 +20,7 @@ export type StoreMethod = Exclude<keyof KeyStore, 'kind' | 'writable'>;
  * of a lookup whose reply is still on the wire while other things happen (an invalidation, a write).
  */
 export class ProbeKeyStore implements KeyStore {
-  private readonly counts = new Map<StoreMethod, number>();
+  private readonly counts_ = new Map<StoreMethod, number>();
   private readonly gates = new Map<StoreMethod, Promise<void>>();
   private readonly failures = new Map<StoreMethod, Error>();
 
@@ -35,7 +35,12 @@ export class ProbeKeyStore implements KeyStore {
 
   /** How many times `m` was called (also the calls that were held or failed). */
   count(m: StoreMethod): number {
-    return this.counts.get(m) ?? 0;
+    return this.counts_.get(m) ?? 0;
+  }
+
+  /** Every method's call count so far (methods never called are absent). */
+  counts(): Partial<Record<StoreMethod, number>> {
+    return Object.fromEntries(this.counts_.entries());
   }
 
   /** Holds every answer of `m` (called from now on) until the returned function is called. */
@@ -64,7 +69,7 @@ export class ProbeKeyStore implements KeyStore {
   }
 
   private async around<T>(m: StoreMethod, run: () => Promise<T>): Promise<T> {
-    this.counts.set(m, this.count(m) + 1);
+    this.counts_.set(m, this.count(m) + 1);
     const failure = this.failures.get(m);
     const gate = this.gates.get(m);
     const result = failure ? Promise.reject(failure) : run();
@@ -113,7 +118,7 @@ export class ProbeKeyStore implements KeyStore {
     return this.around('publish', () => this.inner.publish(msg));
   }
   subscribe(listener: (msg: Invalidation) => void): void {
-    this.counts.set('subscribe', this.count('subscribe') + 1);
+    this.counts_.set('subscribe', this.count('subscribe') + 1);
     this.inner.subscribe(listener);
   }
   ping(): Promise<void> {

@@ -298,7 +298,7 @@ describe('hostile input', () => {
     assert.equal(got.headers.trailer, undefined);
   });
 
-  test('unknown and revoked keys answer the same bytes; timing differs only by noise', async () => {
+  test('unknown and revoked keys answer the same bytes and cost the same store work', async () => {
     const unknown = generateApiKey('live');
     const a = await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': unknown } });
     const b = await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': revokedKey } });
@@ -312,20 +312,57 @@ describe('hostile input', () => {
         .filter((h) => h !== 'date' && h !== 'x-request-id')
         .sort(),
     );
-    const time = async (k: string) => {
-      const s = performance.now();
-      await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': k } });
-      return performance.now() - s;
-    };
-    const ua: number[] = [];
-    const ra: number[] = [];
-    for (let i = 0; i < 100; i++) {
-      ua.push(await time(unknown));
-      ra.push(await time(revokedKey));
+
+    // No stopwatch: over loopback HTTP one request costs milliseconds with milliseconds of noise on
+    // a loaded 2-core machine (two cache hits measured here differed by 1.4 ms in median), while
+    // what could tell an unknown key from a revoked one is the work behind the answer: a store
+    // round trip (a Redis RTT), a company lookup, a write. So compare that work exactly: each
+    // path, uncached and cached, must make the same store calls, whatever the store's latency.
+    const probe = new ProbeKeyStore(new MemoryKeyStore());
+    const g = await startTestGateway(
+      {
+        store: { type: 'memory' },
+        routes: [{ prefix: '/notify/v1', target: upstream.url }],
+        rateLimit: { authFailures: { points: 100_000 } },
+      },
+      { store: probe },
+    );
+    try {
+      await setupCompany(g, 'timing');
+      const costOf = async (k: string) => {
+        const before = probe.counts();
+        const r = await send(g.port, '/notify/v1/x', { headers: { 'X-API-Key': k } });
+        assert.equal(r.status, 401);
+        assert.equal(r.body, a.body);
+        await new Promise((r) => setTimeout(r, 20)); // let off-path writes (lastUsedAt, audit) land
+        const after = probe.counts();
+        return Object.fromEntries(
+          Object.entries(after)
+            .map(([m, n]) => [m, n - (before[m as keyof typeof before] ?? 0)])
+            .filter(([, n]) => n !== 0),
+        );
+      };
+      for (let i = 0; i < 3; i++) {
+        const fresh = generateApiKey('live');
+        const created = await g.gw.service.createKey('timing', {});
+        assert.ok(created.ok);
+        canaries.push(created.value.key);
+        // Used once while valid (cached with its company), then revoked.
+        assert.equal(
+          (await send(g.port, '/notify/v1/x', { headers: { 'X-API-Key': created.value.key } })).status,
+          200,
+        );
+        assert.ok((await g.gw.service.revokeKey(created.value.id)).ok);
+        // Start both from a cold cache: no company record cached either.
+        await g.gw.store.publish({ kind: 'all' });
+        const uncached = { unknown: await costOf(fresh), revoked: await costOf(created.value.key) };
+        assert.deepEqual(uncached, { unknown: { findKeyByHash: 1 }, revoked: { findKeyByHash: 1 } });
+        const cached = { unknown: await costOf(fresh), revoked: await costOf(created.value.key) };
+        assert.deepEqual(cached, { unknown: {}, revoked: {} });
+      }
+    } finally {
+      await g.close();
     }
-    const med = (xs: number[]) => xs.sort((x, y) => x - y)[xs.length >> 1]!;
-    // Both are answered from the local cache; a gap of more than a millisecond would be a signal.
-    assert.ok(Math.abs(med(ua) - med(ra)) < 1, `unknown ${med(ua)} ms vs revoked ${med(ra)} ms`);
   });
 
   test('property: random header names/values and query strings → only 400/401/404/413/431, nothing forwarded', async () => {
