@@ -26,6 +26,18 @@ export interface SignedFields {
   tier: string;
 }
 
+/** Shortest secret any signing function accepts: 32 characters (the config schema's minimum too). */
+const MIN_SECRET_LENGTH = 32;
+
+/**
+ * Refuses a missing or short secret at the call: an empty secret (say, an unset environment
+ * variable) would let anyone compute a valid signature and so forge any identity.
+ */
+function assertSecret(secret: unknown, fn: string): void {
+  if (typeof secret !== 'string' || secret.length < MIN_SECRET_LENGTH)
+    throw new TypeError(`${fn}: secret must be a string of at least ${MIN_SECRET_LENGTH} characters`);
+}
+
 function payload(r: SignedFields, timestamp: number): string {
   // One field per line: none of them can contain a newline (HTTP forbids it), so fields cannot be shifted.
   return `v1\n${r.method.toUpperCase()}\n${r.target}\n${r.companyId}\n${r.keyId}\n${r.tier}\n${timestamp}`;
@@ -34,12 +46,14 @@ function payload(r: SignedFields, timestamp: number): string {
 /**
  * Signs the identity the gateway vouches for: HMAC-SHA256 over method, request target (path and
  * query as sent to the upstream), company id, key id, tier and a Unix timestamp. Returns the
- * header value `t=<unix seconds>,v1=<hex>`.
+ * header value `t=<unix seconds>,v1=<hex>`. Throws a `TypeError` when `secret` is not a string of at
+ * least 32 characters.
  *
  * @example
  * signGatewayRequest(secret, { method: 'POST', target: '/notify/v1/otps', companyId: 'acme', keyId: 'key_1', tier: 'free' });
  */
 export function signGatewayRequest(secret: string, r: SignedFields & { timestamp?: number }): string {
+  assertSecret(secret, 'signGatewayRequest');
   const t = r.timestamp ?? Math.floor(Date.now() / 1000);
   const mac = createHmac('sha256', secret).update(payload(r, t)).digest('hex');
   return `t=${t},v1=${mac}`;
@@ -54,7 +68,8 @@ export type SignatureCheck =
  * For upstream services: checks that a request came through the gateway. Refuses a missing or
  * malformed signature, one whose timestamp is outside `toleranceSeconds` (default 300) of now
  * (replays outside the window), and any change to method, target, company id, key id or tier.
- * Comparison is constant-time.
+ * Comparison is constant-time. Throws a `TypeError` when `opts.secret` is not a string of at least
+ * 32 characters: a short secret is a configuration error, never a verdict on the request.
  *
  * @example
  * const r = verifyGatewaySignature({ method: req.method, url: req.url, headers: req.headers }, { secret });
@@ -64,6 +79,7 @@ export function verifyGatewaySignature(
   req: { method?: string; url?: string; headers: IncomingHttpHeaders },
   opts: { secret: string; toleranceSeconds?: number; headers?: SignatureHeaderNames; now?: number },
 ): SignatureCheck {
+  assertSecret(opts.secret, 'verifyGatewaySignature');
   const names = { ...DEFAULTS, ...lower(opts.headers) };
   const sig = req.headers[names.signature];
   const companyId = req.headers[names.companyId];
@@ -94,7 +110,8 @@ export function verifyGatewaySignature(
 
 /**
  * Express/Connect middleware for upstreams: answers 401 `{error, details}` unless the request
- * carries a valid gateway signature. Mount it before any route.
+ * carries a valid gateway signature. Mount it before any route. Throws a `TypeError` at creation
+ * when `secret` is not a string of at least 32 characters.
  *
  * @example
  * app.use(gatewaySignatureMiddleware({ secret: process.env.GATEWAY_SIGNING_SECRET! }));
@@ -104,8 +121,7 @@ export function gatewaySignatureMiddleware(opts: {
   toleranceSeconds?: number;
   headers?: SignatureHeaderNames;
 }) {
-  if (!opts.secret || opts.secret.length < 32)
-    throw new TypeError('gatewaySignatureMiddleware: secret must be at least 32 characters');
+  assertSecret(opts.secret, 'gatewaySignatureMiddleware');
   return function requireGatewaySignature(
     req: { method?: string; url?: string; originalUrl?: string; headers: IncomingHttpHeaders },
     res: { statusCode: number; setHeader(n: string, v: string): unknown; end(b: string): unknown },

@@ -282,8 +282,12 @@ export class AdminService {
     );
     if (!created.ok) return created;
     const grace = parsed.value.gracePeriodSeconds;
-    // Stored with one-second precision: round up, so a grace period never ends earlier than asked.
-    const revokesAt = grace === undefined ? null : isoSeconds(Math.ceil((now + grace * 1000) / 1000) * 1000);
+    // Stored with one-second precision: round up, so a grace period never ends earlier than asked;
+    // no grace period means now (rounded down, like a revocation), not up to a second later.
+    const revokesAt =
+      grace === undefined
+        ? null
+        : isoSeconds(grace === 0 ? now : Math.ceil((now + grace * 1000) / 1000) * 1000);
     const patch: KeyPatch = { rotatedTo: created.value.id };
     if (revokesAt) patch.revokedAt = revokesAt;
     // Atomic per key, and min(stored, revokesAt): a DELETE that won the race stays in force.

@@ -118,4 +118,13 @@ unknownKey: 1
     assert.match(text, /X-API-Key cannot be a trusted header name/);
     assert.match(text, /signing.secret is required/);
   });
+
+  test('signing.secret: 31 characters refused naming the field, 32 accepted (same floor as src/signing.ts)', () => {
+    const short = validateConfig({ signing: { enabled: true, secret: 'a'.repeat(31) } });
+    assert.equal(short.ok, false);
+    assert.match(short.ok ? '' : short.problems.join('\n'), /signing\.secret.*at least 32 characters/);
+    // A short secret is refused even while signing is off: it would be refused the day it is enabled.
+    assert.equal(validateConfig({ signing: { enabled: false, secret: '' } }).ok, false);
+    assert.equal(validateConfig({ signing: { enabled: true, secret: 'a'.repeat(32) } }).ok, true);
+  });
 });
