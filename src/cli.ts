@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
 import { ENVIRONMENT_PATTERN, hashApiKey } from './auth/api-key.js';
 import { createKeyRecord } from './auth/key-record.js';
-import { maskUrlCredentials } from './redact.js';
+import { maskUrlCredentials, maskUrlsInText, redactConfig } from './redact.js';
 import { isoSeconds } from './time.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { loadConfig } from './config/load.js';
@@ -21,8 +21,9 @@ import { createStore, startGateway, type GatewayHandle } from './server.js';
 const EXIT_FAIL = 1;
 const EXIT_USAGE = 2;
 
+/** Prints to stderr and exits. Every message goes through the URL mask: errors from below quote URLs. */
 function fatal(message: string, code = EXIT_FAIL): never {
-  process.stderr.write(`notify-gateway: ${message}\n`);
+  process.stderr.write(`notify-gateway: ${maskUrlsInText(message)}\n`);
   process.exit(code);
 }
 
@@ -159,20 +160,22 @@ program
   .action((o: { json?: boolean }) => {
     const r = loadConfig({ file: program.opts().config, env: process.env });
     if (!r.ok) fatal(`invalid configuration (${r.file}):\n  - ${r.problems.join('\n  - ')}`, EXIT_USAGE);
-    if (o.json) {
-      const shown = JSON.parse(JSON.stringify(r.config)) as Record<string, Record<string, unknown>>;
-      if (shown.admin?.token) shown.admin.token = '[set]';
-      if (shown.signing?.secret) shown.signing.secret = '[set]';
-      const redis = shown.store?.redis as { url?: string } | undefined;
-      if (redis?.url) redis.url = maskUrlCredentials(redis.url);
-      process.stdout.write(JSON.stringify(shown, null, 2) + '\n');
-    } else {
-      const c = r.config;
-      process.stdout.write(
-        `configuration OK (${r.file})\n  store: ${c.store.type}\n  routes: ${c.routes.map((x) => `${x.prefix} -> ${x.target}`).join(', ')}\n  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.points}/${t.duration}s`).join(', ')}\n`,
-      );
-    }
+    // Printed from a redacted copy only: no branch below can reach a secret (INVARIANTS #12).
+    const shown = redactConfig(r.config);
+    process.stdout.write(o.json ? JSON.stringify(shown, null, 2) + '\n' : describeConfig(r.file, shown));
   });
+
+/** The text form of `config check`: what runs where, from an already redacted config. */
+function describeConfig(file: string, c: Readonly<GatewayConfig>): string {
+  const lines = [
+    `configuration OK (${file})`,
+    `  store: ${c.store.type}${c.store.type === 'redis' ? ` (${c.store.redis.url})` : ''}`,
+    ...(c.rateLimit.redisUrl ? [`  rate-limit redis: ${c.rateLimit.redisUrl}`] : []),
+    `  routes: ${c.routes.map((x) => `${x.prefix} -> ${x.target}`).join(', ')}`,
+    `  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.points}/${t.duration}s`).join(', ')}`,
+  ];
+  return lines.join('\n') + '\n';
+}
 
 // ---- management commands work on the configured store directly (Redis for shared deployments)
 async function withService<T>(

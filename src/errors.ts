@@ -1,3 +1,5 @@
+import { maskKeyMaterial, maskUrlsInText } from './redact.js';
+
 /**
  * The one registry of gateway-made answers. Every error the gateway writes comes from here, with the
  * spec's body shape `{ "error": "...", "details": "..." }`. `docs/errors.md` documents each code and a
@@ -186,13 +188,12 @@ export function sendError(res: Writable, code: ErrorCode, details?: string): voi
 }
 
 /**
- * An error's first line with anything that could be a key or a key hash masked, for logging errors
+ * An error's first line with anything that could be a key or a key hash masked, and the
+ * credentials of any URL in it (a Redis URL with its password), for logging errors
  * that come from below (Redis, the store): their text is not ours and may quote what failed.
  */
 export function safeMessage(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
-  return (text.split('\n')[0] ?? '')
-    .replace(/[0-9a-fA-F]{64}/g, '[hash]')
-    .replace(/nk_[a-z0-9]+_[0-9A-Za-z]+/g, '[key]')
-    .slice(0, 300);
+  // Masked before the cut, so a cut cannot split a URL and leave its password unmasked.
+  return maskUrlsInText(maskKeyMaterial(text.split('\n')[0] ?? '')).slice(0, 300);
 }

@@ -17,11 +17,17 @@ import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
-import { childCache, createMetrics, type GatewayMetrics } from './observability/metrics.js';
+import {
+  childCache,
+  createKeyFileMetrics,
+  createMetrics,
+  type GatewayMetrics,
+  type KeyFileMetrics,
+} from './observability/metrics.js';
 import { createReadinessCheck } from './observability/readiness.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
-import { FileKeyStore } from './store/file-store.js';
+import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
 import { RedisKeyStore } from './store/redis-store.js';
 import type { KeyStore } from './store/types.js';
@@ -55,22 +61,23 @@ export interface StartOptions {
 export async function createStore(
   config: Readonly<GatewayConfig>,
   logger: Logger,
+  metrics?: GatewayMetrics,
 ): Promise<{ store: KeyStore; redis?: RedisClient }> {
   const tiers = new Set(config.rateLimit.tiers.map((t) => t.name));
   switch (config.store.type) {
     case 'memory':
       return { store: new MemoryKeyStore() };
-    case 'file':
-      return {
-        store: new FileKeyStore({
-          path: config.store.file.path,
-          knownTiers: tiers,
-          onReload: (r) => {
-            if (r.ok) logger.info({ companies: r.companies, keys: r.keys }, 'key file reloaded');
-            else logger.error({ problems: r.problems }, 'key file rejected; keeping the last good content');
-          },
-        }),
-      };
+    case 'file': {
+      const fileMetrics = metrics ? createKeyFileMetrics(metrics.registry) : undefined;
+      const store = new FileKeyStore({
+        path: config.store.file.path,
+        knownTiers: tiers,
+        onReload: createReloadReporter(config.store.file.path, logger, fileMetrics),
+      });
+      // The constructor throws on a broken file, so reaching here means the first load applied.
+      fileMetrics?.lastReloadSuccess.set(1);
+      return { store };
+    }
     case 'redis': {
       const client = createRedisClient(config.store.redis, 'notify-gateway');
       const subscriber = createRedisClient(config.store.redis, 'notify-gateway-sub');
@@ -82,6 +89,35 @@ export async function createStore(
       return { store: new RedisKeyStore(client, subscriber, config.store.redis.keyPrefix), redis: client };
     }
   }
+}
+
+/**
+ * Logs and counts each key file reload. A rejection lists every problem (never a hash: the parser
+ * names positions); a reload that drops or postpones a revocation applies but warns per key.
+ */
+function createReloadReporter(
+  path: string,
+  logger: Logger,
+  metrics: KeyFileMetrics | undefined,
+): (r: FileReloadResult) => void {
+  return function reportReload(r) {
+    metrics?.reloads.inc({ result: r.ok ? 'ok' : 'rejected' });
+    metrics?.lastReloadSuccess.set(r.ok ? 1 : 0);
+    if (!r.ok) {
+      logger.error({ file: path, problems: r.problems }, 'key file rejected; keeping the last good content');
+      return;
+    }
+    logger.info({ companies: r.companies, keys: r.keys }, 'key file reloaded');
+    for (const u of r.revocationsUndone) {
+      metrics?.revocationsUndone.inc();
+      logger.warn(
+        { keyId: u.keyId, companyId: u.companyId, revokedAtBefore: u.was, revokedAtNow: u.now },
+        u.now === null
+          ? 'key file reload removes a revocation: the key works again'
+          : 'key file reload postpones a revocation',
+      );
+    }
+  };
 }
 
 function logRedisErrors(client: RedisClient, logger: Logger, what: string): void {
@@ -119,7 +155,9 @@ export async function startGateway(
     );
   }
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
-  const built = opts.store ? { store: opts.store, redis: undefined } : await createStore(config, logger);
+  const built = opts.store
+    ? { store: opts.store, redis: undefined }
+    : await createStore(config, logger, metrics);
   const { store } = built;
   const limiterRedis = await createLimiterRedis(config, logger, built.redis);
   const limiter = createLimiter(config, limiterRedis.client, metrics);

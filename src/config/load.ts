@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument } from 'yaml';
 import type { ZodIssue } from 'zod';
+import { maskUrlsInText } from '../redact.js';
 import { configSchema, type ConfigInput, type GatewayConfig } from './schema.js';
 
 /** Directory of the shipped config (default config, tier table, example key file). */
@@ -62,20 +63,41 @@ export function loadConfig(opts: {
   env?: Record<string, string | undefined>;
 }): LoadResult {
   const file = resolve(opts.file ?? opts.env?.GATEWAY_CONFIG ?? DEFAULT_CONFIG_FILE);
-  let raw: unknown;
+  let text: string;
   try {
-    const text = readFileSync(file, 'utf8');
-    raw = text.trim() === '' ? {} : parseYaml(text, { strict: true, uniqueKeys: true });
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     const reason =
       (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message;
     return { ok: false, file, problems: [`${file}: ${reason}`] };
   }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    return { ok: false, file, problems: [`${file}: the top level must be a mapping`] };
-  }
+  const read = readYamlMapping(text);
+  if (!read.ok) return { ok: false, file, problems: read.problems.map((p) => `${file}: ${p}`) };
+  const raw = read.value;
   const input = applyEnv(structuredClone(raw) as Record<string, unknown>, opts.env ?? {});
   return validateConfig(input, file);
+}
+
+/**
+ * Parses a YAML/JSON mapping, listing every YAML error at once. Only each error's first line is
+ * kept: the rest is an excerpt of the file, which may hold a token or a Redis password. An empty
+ * file is refused, not read as "all defaults": a truncated copy would silently drop settings.
+ */
+function readYamlMapping(
+  text: string,
+): { ok: true; value: Record<string, unknown> } | { ok: false; problems: string[] } {
+  const doc = parseDocument(text, { strict: true, uniqueKeys: true });
+  if (doc.errors.length) {
+    return { ok: false, problems: doc.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`) };
+  }
+  if (doc.contents === null) {
+    return { ok: false, problems: ['the file is empty (write `{}` to use every default)'] };
+  }
+  const value: unknown = doc.toJS();
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, problems: ['the top level must be a mapping'] };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
 }
 
 /** Validates an in-memory config (tests, demo). Relative paths resolve against `baseFile`'s folder. */
@@ -104,7 +126,8 @@ function resolvePath(base: string, p: string): string {
 function formatIssue(issue: ZodIssue): string {
   const path = issue.path.length ? issue.path.join('.') : '(top level)';
   const env = Object.entries(ENV_OVERRIDES).find(([, p]) => envPathMatches(p, issue.path));
-  return `${path}${env ? ` (from ${env[0]})` : ''}: ${issue.message}`;
+  // zod quotes some received values (enums): a URL there keeps its host, not its password.
+  return `${path}${env ? ` (from ${env[0]})` : ''}: ${maskUrlsInText(issue.message)}`;
 }
 
 function envPathMatches(envPath: string, issuePath: (string | number)[]): boolean {

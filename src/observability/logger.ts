@@ -6,7 +6,7 @@ export type { Logger } from 'pino';
 
 /**
  * Paths removed from every log record, whatever a caller passes: keys and hashes must never be
- * logged (spec section 5.7). pino throws at creation when a path is invalid.
+ * logged (spec section 5.7), nor config secrets (INVARIANTS #12). pino throws at creation when a path is invalid.
  */
 export const REDACT_PATHS = [
   'key',
@@ -20,6 +20,12 @@ export const REDACT_PATHS = [
   '*.key',
   '*.apiKey',
   '*.hash',
+  // Config secrets, should a caller ever log a config section.
+  'secret',
+  'password',
+  '*.token',
+  '*.secret',
+  '*.password',
 ];
 
 /**

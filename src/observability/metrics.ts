@@ -80,6 +80,45 @@ export function createMetrics(opts: { processMetrics: boolean } = { processMetri
   };
 }
 
+/** The file store's reload metrics, registered only when the file store is in use. */
+export interface KeyFileMetrics {
+  reloads: Counter<'result'>;
+  lastReloadSuccess: Gauge;
+  revocationsUndone: Counter;
+}
+
+/**
+ * Registers the key-file metrics on `registry`: reloads by result (`ok`, `rejected`), whether the
+ * last (re)load applied (1) or was rejected (0), and revocations a reload dropped or postponed.
+ * Separate from {@link createMetrics} so gateways on other stores do not export a `0` that an
+ * alert on the gauge would take for a broken file.
+ */
+export function createKeyFileMetrics(registry: Registry): KeyFileMetrics {
+  const registers = [registry];
+  const reloads = new Counter({
+    name: 'gateway_key_file_reloads_total',
+    help: 'Key file reloads by result: ok (applied) or rejected (broken file, last good content kept)',
+    labelNames: ['result'],
+    registers,
+  });
+  // Both series exist from the start, so `increase()` sees the first rejection.
+  reloads.labels('ok').inc(0);
+  reloads.labels('rejected').inc(0);
+  return {
+    reloads,
+    lastReloadSuccess: new Gauge({
+      name: 'gateway_key_file_last_reload_success',
+      help: '1 when the last key file (re)load applied, 0 when it was rejected',
+      registers,
+    }),
+    revocationsUndone: new Counter({
+      name: 'gateway_key_file_revocations_undone_total',
+      help: 'Keys whose revokedAt a key file reload removed or moved later (applied, and logged as a warning)',
+      registers,
+    }),
+  };
+}
+
 /**
  * Label children resolved once per label values: prom-client hashes a label object on every
  * `inc({...})`/`observe({...})` otherwise, which is per-request work on the hot path. Label values

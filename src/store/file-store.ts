@@ -1,7 +1,8 @@
 import { readFileSync, stat, statSync, type Stats } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { MemoryKeyStore } from './memory-store.js';
+import { maskKeyMaterial } from '../redact.js';
 import { INSTANT_MESSAGE, isoSeconds, parseInstant } from '../time.js';
 import {
   HASH_PATTERN,
@@ -54,42 +55,109 @@ const fileCompanySchema = z
   })
   .strict();
 
-const fileSchema = z.object({ companies: z.array(fileCompanySchema).default([]) }).strict();
+// `companies` is required: an explicit `companies: []` is the only way to declare no companies.
+const fileSchema = z.object({ companies: z.array(fileCompanySchema) }).strict();
 
 /** The parsed key file, or every problem found (nothing is applied then). */
 export type FileParseResult =
   { ok: true; companies: Company[]; keys: KeyRecord[] } | { ok: false; problems: string[] };
 
+const NO_COMPANIES = 'write `companies: []` to declare no companies';
+
 /**
- * Parses the declarative key file. Every problem is listed with its path; nothing is applied when
- * any is found. Tiers must exist in the configured tier table.
+ * Parses the declarative key file. Every problem is listed at once, with its path: YAML errors,
+ * shape and schema issues, unknown tiers and duplicate ids or hashes; nothing is applied when any
+ * is found. A problem never quotes a hash or a key.
+ *
+ * An empty (or whitespace- or comment-only) file, a top level that is not a mapping, a missing
+ * `companies` key and `companies:` without a value are broken, not "no companies": that is what a
+ * truncated or half-written copy looks like. A copy cut mid-entry fails the schema (a missing
+ * `tier` or `hash`, a short hash). A copy cut exactly between two entries or two fields is a
+ * valid smaller file (it can drop a `revokedAt`): {@link FileKeyStore} refuses a reload that is
+ * its last good content cut short, and only an atomic replace (write, then rename) rules out a
+ * cut copy of new content.
  */
 export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): FileParseResult {
-  let raw: unknown;
+  const doc = parseDocument(text, { strict: true, uniqueKeys: true });
+  // Only the first line of a YAML error: the rest is an excerpt of the file.
+  const problems = doc.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`);
+  let raw: unknown = null;
   try {
-    raw = text.trim() === '' ? {} : parseYaml(text, { strict: true, uniqueKeys: true });
+    raw = doc.toJS();
   } catch (err) {
-    return { ok: false, problems: [`YAML: ${(err as Error).message.split('\n')[0]}`] };
+    problems.push(`YAML: ${(err as Error).message.split('\n')[0] ?? ''}`);
   }
-  const parsed = fileSchema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    return {
-      ok: false,
-      problems: parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`),
-    };
+  const shape = checkShape(raw, doc.contents === null);
+  problems.push(...shape);
+  let data: z.infer<typeof fileSchema> | null = null;
+  if (shape.length === 0) {
+    const parsed = fileSchema.safeParse(raw);
+    if (parsed.success) data = parsed.data;
+    else
+      problems.push(...parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`));
+    problems.push(...checkReferences((raw as { companies: unknown }).companies, knownTiers));
   }
+  if (problems.length || !data) return { ok: false, problems: problems.map(maskKeyMaterial) };
+  return { ok: true, ...toRecords(data) };
+}
+
+/** The problems that make a file broken as a whole (checked before the schema, which would only say "Required"). */
+function checkShape(raw: unknown, empty: boolean): string[] {
+  if (empty) return [`(file): the key file is empty; ${NO_COMPANIES}`];
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    const got = Array.isArray(raw) ? 'a list' : raw === null ? 'nothing' : `a ${typeof raw}`;
+    return [`(top level): must be a mapping with a \`companies\` list, got ${got}`];
+  }
+  if (!('companies' in raw)) return [`companies: missing; ${NO_COMPANIES}`];
+  if ((raw as { companies: unknown }).companies === null) return [`companies: has no value; ${NO_COMPANIES}`];
+  return [];
+}
+
+/**
+ * Unknown tiers and duplicate ids or hashes, read from the raw document so that they are listed
+ * together with the schema issues of other entries (a schema failure used to hide them).
+ */
+function checkReferences(companies: unknown, knownTiers: ReadonlySet<string>): string[] {
+  if (!Array.isArray(companies)) return [];
   const problems: string[] = [];
-  const companies: Company[] = [];
-  const keys: KeyRecord[] = [];
   const companyIds = new Set<string>();
   const keyIds = new Set<string>();
   const hashes = new Set<string>();
-  const epoch = '1970-01-01T00:00:00Z';
-  parsed.data.companies.forEach((c, ci) => {
-    if (companyIds.has(c.id)) problems.push(`companies.${ci}.id: duplicate company id ${c.id}`);
-    companyIds.add(c.id);
-    if (!knownTiers.has(c.tier))
+  companies.forEach((c: unknown, ci) => {
+    if (!isRecord(c)) return;
+    if (typeof c.id === 'string') {
+      if (companyIds.has(c.id)) problems.push(`companies.${ci}.id: duplicate company id ${c.id}`);
+      companyIds.add(c.id);
+    }
+    if (typeof c.tier === 'string' && c.tier !== '' && !knownTiers.has(c.tier))
       problems.push(`companies.${ci}.tier: unknown tier "${c.tier}" (not in rateLimit.tiers)`);
+    if (!Array.isArray(c.keys)) return;
+    c.keys.forEach((k: unknown, ki) => {
+      if (!isRecord(k)) return;
+      if (typeof k.id === 'string') {
+        if (keyIds.has(k.id)) problems.push(`companies.${ci}.keys.${ki}.id: duplicate key id ${k.id}`);
+        keyIds.add(k.id);
+      }
+      if (typeof k.hash !== 'string') return;
+      const hash = k.hash.replace(/^sha256:/, '').toLowerCase();
+      // The position is named, never the hash itself.
+      if (hashes.has(hash)) problems.push(`companies.${ci}.keys.${ki}.hash: the same key hash appears twice`);
+      hashes.add(hash);
+    });
+  });
+  return problems;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Store records from a valid file; what the file does not say gets the epoch or null. */
+function toRecords(data: z.infer<typeof fileSchema>): { companies: Company[]; keys: KeyRecord[] } {
+  const epoch = '1970-01-01T00:00:00Z';
+  const companies: Company[] = [];
+  const keys: KeyRecord[] = [];
+  for (const c of data.companies) {
     companies.push({
       id: c.id,
       name: c.name ?? c.id,
@@ -99,13 +167,7 @@ export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): Fil
       createdAt: epoch,
       updatedAt: epoch,
     });
-    c.keys.forEach((k, ki) => {
-      if (keyIds.has(k.id)) problems.push(`companies.${ci}.keys.${ki}.id: duplicate key id ${k.id}`);
-      // The position is named, never the hash itself.
-      if (hashes.has(k.hash))
-        problems.push(`companies.${ci}.keys.${ki}.hash: the same key hash appears twice`);
-      keyIds.add(k.id);
-      hashes.add(k.hash);
+    for (const k of c.keys) {
       keys.push({
         id: k.id,
         companyId: c.id,
@@ -120,10 +182,28 @@ export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): Fil
         exposedAt: null,
         rotatedTo: null,
       });
-    });
-  });
-  return problems.length ? { ok: false, problems } : { ok: true, companies, keys };
+    }
+  }
+  return { companies, keys };
 }
+
+/**
+ * A key whose `revokedAt` a reload removed or moved later. The file is the source of truth, so the
+ * reload applies, but this is reported (INVARIANTS #2): it is how a revoked key comes back.
+ */
+export interface RevocationUndone {
+  keyId: string;
+  companyId: string;
+  /** `revokedAt` before the reload. */
+  was: string;
+  /** `revokedAt` after it: null when dropped, a later instant when postponed. */
+  now: string | null;
+}
+
+/** What one (re)load of the key file gave: counts and undone revocations, or every problem. */
+export type FileReloadResult =
+  | { ok: true; companies: number; keys: number; revocationsUndone: RevocationUndone[] }
+  | { ok: false; problems: string[] };
 
 /** The key file, the tiers it may name, and how often (and to whom) reloads are reported. */
 export interface FileKeyStoreOptions {
@@ -131,19 +211,9 @@ export interface FileKeyStoreOptions {
   knownTiers: ReadonlySet<string>;
   /** Poll interval for changes (Kubernetes swaps Secret/ConfigMap files through symlinks). */
   watchIntervalMs?: number;
-  onReload?: (
-    result: { ok: true; companies: number; keys: number } | { ok: false; problems: string[] },
-  ) => void;
+  onReload?: (result: FileReloadResult) => void;
 }
 
-/**
- * Read-only store backed by a declarative YAML file (the embedded default). Reloads when the file
- * changes; a broken file keeps the last good content and reports every problem through `onReload`.
- * `lastUsedAt` and exposure flags are kept in memory only.
- *
- * Holds the file's content in a {@link MemoryKeyStore} (which also keeps the audit trail and the
- * listeners) and forwards reads to it; every write but the exposure flag is refused.
- */
 export class FileKeyStore implements KeyStore {
   readonly kind = 'file' as const;
   readonly writable = false;
@@ -152,6 +222,10 @@ export class FileKeyStore implements KeyStore {
   /** Identity of the file as last seen (inode, size, times): any change triggers a reload. */
   private seen = '';
   private polling = false;
+  /** The last good content and its records, to refuse a copy of it cut short. */
+  private lastGood: { text: string; records: string } | null = null;
+  /** `revokedAt` by key hash in the last good content, to notice a reload that undoes one. */
+  private revoked = new Map<string, string>();
   private readonly timer: NodeJS.Timeout | null;
 
   /** Throws when the initial file cannot be read or is invalid: a gateway must not start keyless by accident. */
@@ -186,7 +260,7 @@ export class FileKeyStore implements KeyStore {
     });
   }
 
-  private load(): { ok: true; companies: number; keys: number } | { ok: false; problems: string[] } {
+  private load(): FileReloadResult {
     let text: string;
     try {
       // Stat before reading: if the file changes in between, the next poll sees a newer stat and
@@ -199,6 +273,13 @@ export class FileKeyStore implements KeyStore {
     }
     const parsed = parseKeyFile(text, this.opts.knownTiers);
     if (!parsed.ok) return parsed;
+    const records = JSON.stringify([parsed.companies, parsed.keys]);
+    if (this.lastGood && isCutShort(text, this.lastGood.text) && records !== this.lastGood.records) {
+      return { ok: false, problems: [CUT_SHORT] };
+    }
+    this.lastGood = { text, records };
+    const revocationsUndone = findUndoneRevocations(this.revoked, parsed.keys);
+    this.revoked = new Map(parsed.keys.flatMap((k) => (k.revokedAt ? [[k.hash, k.revokedAt]] : [])));
     // Carry over what only lives in memory (last use, exposure) for keys that survive the reload.
     this.memory.replaceContents(parsed.companies, parsed.keys, (k, old) => {
       if (old.hash === k.hash) {
@@ -206,7 +287,7 @@ export class FileKeyStore implements KeyStore {
         k.exposedAt = old.exposedAt;
       }
     });
-    return { ok: true, companies: parsed.companies.length, keys: parsed.keys.length };
+    return { ok: true, companies: parsed.companies.length, keys: parsed.keys.length, revocationsUndone };
   }
 
   async findKeyByHash(hash: string): Promise<KeyRecord | null> {
@@ -263,6 +344,35 @@ export class FileKeyStore implements KeyStore {
     if (this.timer) clearInterval(this.timer);
     await this.memory.close();
   }
+}
+
+const CUT_SHORT =
+  '(file): the content is the last good content cut short (a truncated or half-written copy); ' +
+  'to drop the last entries or fields on purpose, also end the file with a comment line';
+
+/**
+ * Whether `next` is `previous` cut short. A cut at an entry boundary, or between a key's `hash`
+ * and its `revokedAt`, or a company's `tier` and its `status`, is valid YAML that drops the
+ * revocation or the suspension: the schema cannot see it, the previous content can.
+ */
+function isCutShort(next: string, previous: string): boolean {
+  return next.length < previous.length && previous.startsWith(next);
+}
+
+/**
+ * Keys (matched by hash: the secret, whatever its id now) whose revocation the new content drops
+ * or moves later. A value that does not parse counts as already ended, like everywhere else.
+ */
+function findUndoneRevocations(before: ReadonlyMap<string, string>, keys: KeyRecord[]): RevocationUndone[] {
+  const undone: RevocationUndone[] = [];
+  for (const k of keys) {
+    const was = before.get(k.hash);
+    if (was === undefined) continue;
+    const wasAt = parseInstant(was) ?? -Infinity;
+    const nowAt = k.revokedAt === null ? Infinity : (parseInstant(k.revokedAt) ?? -Infinity);
+    if (nowAt > wasAt) undone.push({ keyId: k.id, companyId: k.companyId, was, now: k.revokedAt });
+  }
+  return undone;
 }
 
 function identityOf(st: Stats): string {

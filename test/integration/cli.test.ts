@@ -43,6 +43,29 @@ function cli(
   });
 }
 
+/** Runs `serve` until stdout matches `ready` (or 20 s pass), then stops it with SIGTERM. */
+function serveUntil(args: string[], env: Record<string, string>, ready: RegExp): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+    p.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (ready.test(stdout)) p.kill('SIGTERM');
+    });
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 describe('CLI', () => {
   let redis: TestRedis;
   let env: Record<string, string>;
@@ -197,6 +220,89 @@ describe('CLI', () => {
     });
     assert.equal(shown.code, 0);
     assert.ok(!shown.stdout.includes('a-secret-admin-token-value') && !shown.stdout.includes('pw@'));
+  });
+
+  test('config check, both modes, CLI errors and serve logs: no secret, hosts and ports still shown', async () => {
+    // Each secret starts and ends with CANARY, so a partly masked one still shows up.
+    const dir = mkdtempSync(join(tmpdir(), 'ng-cli-secrets-'));
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(
+      file,
+      [
+        'rateLimit:',
+        // A raw "/" whose left part looks like a port: WHATWG reads host "u", port 1234.
+        '  redisUrl: "rediss://u:1234/CANARY-rl/slash-CANARY@ratelimit-redis.test:6391/1"',
+        'routes:',
+        '  - { prefix: /notify/v1, target: "http://routeuser:CANARY-route%40pw:x-CANARY@backend-host.test:9443/base" }',
+        '  - { prefix: /other, target: "https://CANARY-route-user-only-CANARY@other-host.test:8443" }',
+        'signing: { enabled: true, secret: CANARY-signing-secret-0123456789-CANARY }',
+        '',
+      ].join('\n'),
+    );
+    const env = {
+      ADMIN_TOKEN: 'CANARY-admin-token-CANARY',
+      REDIS_URL: 'redis://ruser:CANARY-p@ss%40x:y-CANARY@store-redis.test:6390/2',
+    };
+    const text = await cli(['config', 'check', '--config', file], env);
+    const json = await cli(['config', 'check', '--json', '--config', file], env);
+    for (const [mode, r] of [
+      ['text', text],
+      ['json', json],
+    ] as const) {
+      assert.equal(r.code, 0, `${mode}: ${r.stderr}`);
+      assert.ok(!(r.stdout + r.stderr).includes('CANARY'), `${mode} prints a secret:\n${r.stdout}`);
+      for (const visible of [
+        'store-redis.test:6390',
+        'ratelimit-redis.test:6391',
+        'backend-host.test:9443/base',
+        'other-host.test:8443',
+      ])
+        assert.ok(r.stdout.includes(visible), `${mode} hides ${visible}:\n${r.stdout}`);
+    }
+    const shown = JSON.parse(json.stdout);
+    assert.equal(shown.admin.token, '[set]');
+    assert.equal(shown.signing.secret, '[set]');
+    assert.equal(shown.store.redis.url, 'redis://[credentials]@store-redis.test:6390/2');
+
+    // A broken file and env: YAML excerpts, echoed enum values and URLs stay masked.
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(
+      bad,
+      'admin:\n  token: CANARY-dup-1-CANARY\n  token: CANARY-dup-2-CANARY\nlog: { level: "redis://:CANARY-enum-CANARY@h:1" }\n',
+    );
+    const badYaml = await cli(['config', 'check', '--config', bad], {});
+    assert.equal(badYaml.code, 2);
+    assert.match(badYaml.stderr, /Map keys must be unique at line 3/);
+    const badEnv = join(dir, 'bad-env.yaml');
+    writeFileSync(badEnv, 'log: { level: "redis://:CANARY-enum-CANARY@h:1" }\n');
+    const badValues = await cli(['config', 'check', '--config', badEnv], {
+      REDIS_URL: 'redis://:CANARY-a/b-CANARY@store-redis.test:6390',
+    });
+    assert.equal(badValues.code, 2);
+    assert.match(badValues.stderr, /store\.redis\.url \(from REDIS_URL\)/);
+    assert.match(badValues.stderr, /log\.level/);
+    const down = await cli(['companies', 'list'], {
+      REDIS_URL: 'redis://u:CANARY-down@x-CANARY@127.0.0.1:1',
+    });
+    assert.equal(down.code, 1);
+    assert.match(down.stderr, /cannot reach Redis at redis:\/\/\[credentials\]@127\.0\.0\.1:1/);
+    for (const r of [badYaml, badValues, down])
+      assert.ok(!(r.stdout + r.stderr).includes('CANARY'), `a CLI error prints a secret:\n${r.stderr}`);
+  });
+
+  test('serve: startup and Redis error log lines carry no secret', async () => {
+    const r = await serveUntil(
+      ['serve', '--workers', '1'],
+      {
+        PORT: '0',
+        ADMIN_PORT: '0',
+        ADMIN_TOKEN: 'CANARY-admin-token-CANARY',
+        REDIS_URL: 'redis://ruser:CANARY-p@ss%40x:y-CANARY@127.0.0.1:1/2',
+      },
+      /gateway listening/,
+    );
+    assert.match(r.stdout, /gateway listening/);
+    assert.ok(!(r.stdout + r.stderr).includes('CANARY'), `serve logs a secret:\n${r.stdout}${r.stderr}`);
   });
 
   test('serve refuses --workers > 1 without Redis, with a reason', async () => {
