@@ -222,8 +222,8 @@ export class FileKeyStore implements KeyStore {
   /** Identity of the file as last seen (inode, size, times): any change triggers a reload. */
   private seen = '';
   private polling = false;
-  /** The last good content and its records, to refuse a copy of it cut short. */
-  private lastGood: { text: string; records: string } | null = null;
+  /** The last good content and its records, to refuse a copy of it cut short that loosens access. */
+  private lastGood: { text: string; companies: Company[]; keys: KeyRecord[] } | null = null;
   /** `revokedAt` by key hash in the last good content, to notice a reload that undoes one. */
   private revoked = new Map<string, string>();
   private readonly timer: NodeJS.Timeout | null;
@@ -273,11 +273,11 @@ export class FileKeyStore implements KeyStore {
     }
     const parsed = parseKeyFile(text, this.opts.knownTiers);
     if (!parsed.ok) return parsed;
-    const records = JSON.stringify([parsed.companies, parsed.keys]);
-    if (this.lastGood && isCutShort(text, this.lastGood.text) && records !== this.lastGood.records) {
-      return { ok: false, problems: [CUT_SHORT] };
+    if (this.lastGood && isCutShort(text, this.lastGood.text)) {
+      const loosened = findLoosened(this.lastGood, parsed);
+      if (loosened.length) return { ok: false, problems: [CUT_SHORT, ...loosened] };
     }
-    this.lastGood = { text, records };
+    this.lastGood = { text, companies: parsed.companies, keys: parsed.keys };
     const revocationsUndone = findUndoneRevocations(this.revoked, parsed.keys);
     this.revoked = new Map(parsed.keys.flatMap((k) => (k.revokedAt ? [[k.hash, k.revokedAt]] : [])));
     // Carry over what only lives in memory (last use, exposure) for keys that survive the reload.
@@ -347,8 +347,42 @@ export class FileKeyStore implements KeyStore {
 }
 
 const CUT_SHORT =
-  '(file): the content is the last good content cut short (a truncated or half-written copy); ' +
-  'to drop the last entries or fields on purpose, also end the file with a comment line';
+  '(file): the content is the last good content cut short (a truncated or half-written copy) and ' +
+  'would loosen access; to make that change on purpose, also end the file with a comment line';
+
+/**
+ * What a cut-short copy would loosen: a key that keeps its entry but loses (or postpones) its
+ * `revokedAt` or `expiresAt`, a company that keeps its entry but becomes active or regains API
+ * access. Entries that vanish altogether lose access (fail closed), so that alone is no reason to
+ * refuse: deleting the last key of the file is how an operator may remove it. Positions are named
+ * by id, never by hash.
+ */
+function findLoosened(
+  before: { companies: Company[]; keys: KeyRecord[] },
+  after: { companies: Company[]; keys: KeyRecord[] },
+): string[] {
+  const problems: string[] = [];
+  const oldKeys = new Map(before.keys.map((k) => [k.hash, k]));
+  for (const k of after.keys) {
+    const old = oldKeys.get(k.hash);
+    if (!old) continue;
+    for (const field of ['revokedAt', 'expiresAt'] as const) {
+      const was = old[field];
+      const now = k[field];
+      if (was !== null && (now === null || (parseInstant(now) ?? 0) > (parseInstant(was) ?? 0)))
+        problems.push(`key ${k.id}: ${field} would be dropped or postponed`);
+    }
+  }
+  const oldCompanies = new Map(before.companies.map((c) => [c.id, c]));
+  for (const c of after.companies) {
+    const old = oldCompanies.get(c.id);
+    if (!old) continue;
+    if (old.status !== 'active' && c.status === 'active')
+      problems.push(`company ${c.id}: would become active`);
+    if (!old.apiAccess && c.apiAccess) problems.push(`company ${c.id}: would regain API access`);
+  }
+  return problems;
+}
 
 /**
  * Whether `next` is `previous` cut short. A cut at an entry boundary, or between a key's `hash`

@@ -181,7 +181,7 @@ describe('FileKeyStore: a reload that drops or postpones a revocation applies, a
     }
   });
 
-  test('every cut of the loaded file is refused on reload: no cut drops a revocation or a suspension', () => {
+  test('no cut of the loaded file that reloads drops a revocation, an expiry or a suspension', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'ng-unit-keys-')), 'keys.yaml');
     writeFileSync(path, FULL);
     const reloads: FileReloadResult[] = [];
@@ -191,21 +191,50 @@ describe('FileKeyStore: a reload that drops or postpones a revocation applies, a
       watchIntervalMs: 0,
       onReload: (r) => reloads.push(r),
     });
+    const revokedAt = async (id: string) => (await store.getKey(id))?.revokedAt;
     try {
-      // Up to the final newline: that cut has the same records and is accepted below.
-      for (let cut = 0; cut < FULL.trimEnd().length; cut++) {
+      let accepted = 0;
+      for (let cut = 0; cut < FULL.length; cut++) {
         writeFileSync(path, FULL.slice(0, cut));
         store.reload();
-        assert.equal(reloads.at(-1)?.ok, false, `cut ${cut} accepted:\n${FULL.slice(0, cut)}`);
+        if (!reloads.at(-1)?.ok) continue;
+        accepted++;
+        // An accepted cut only removes whole entries (access lost, never gained): every key and
+        // company still there keeps its restrictions.
+        const k1 = await store.getKey('acme-1');
+        if (k1) assert.equal(k1.revokedAt, '2026-12-01T00:00:00Z', `cut ${cut}`);
+        const k2 = await store.getKey('acme-2');
+        if (k2) assert.equal(k2.expiresAt, '2027-01-01T00:00:00Z', `cut ${cut}`);
+        const off = await store.getCompany('off');
+        if (off) assert.deepEqual([off.status, off.apiAccess], ['suspended', false], `cut ${cut}`);
+        // Back to the full file, so the next cut is measured against it.
+        writeFileSync(path, FULL);
+        store.reload();
+        assert.equal(reloads.at(-1)?.ok, true);
       }
-      // The final newline dropped: same records, accepted.
-      writeFileSync(path, FULL.trimEnd());
+      assert.ok(accepted > 0, 'cuts that only drop whole trailing entries are applied');
+      // Cut just before acme-1's revokedAt: valid YAML that would un-revoke it, refused.
+      writeFileSync(path, FULL.slice(0, FULL.indexOf('        revokedAt')));
       store.reload();
-      assert.equal(reloads.at(-1)?.ok, true);
-      // Dropping the last entry on purpose: end the file with a comment.
-      writeFileSync(path, FULL.slice(0, FULL.indexOf('  - id: off')) + '# off is gone\n');
+      const refused = reloads.at(-1)!;
+      assert.equal(refused.ok, false);
+      assert.match(refused.ok ? '' : refused.problems.join('\n'), /key acme-1: revokedAt would be dropped/);
+      assert.equal(await revokedAt('acme-1'), '2026-12-01T00:00:00Z');
+      // Deleting the last key of the file on purpose is applied: that key stops working.
+      writeFileSync(path, FULL.slice(0, FULL.indexOf('      - id: off-1')));
+      store.reload();
+      assert.equal(reloads.at(-1)?.ok, false, '`keys:` without entries is broken');
+      writeFileSync(path, FULL.slice(0, FULL.indexOf('    keys:\n      - id: off-1')));
       store.reload();
       assert.equal(reloads.at(-1)?.ok, true, JSON.stringify(reloads.at(-1)));
+      assert.equal(await store.getKey('off-1'), null);
+      // A loosening change at the end on purpose: end the file with a comment.
+      writeFileSync(path, FULL);
+      store.reload();
+      writeFileSync(path, FULL.slice(0, FULL.indexOf('    status: suspended')) + '# off is active again\n');
+      store.reload();
+      assert.equal(reloads.at(-1)?.ok, true, JSON.stringify(reloads.at(-1)));
+      assert.equal((await store.getCompany('off'))?.status, 'active');
     } finally {
       void store.close();
     }
