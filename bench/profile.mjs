@@ -49,6 +49,9 @@ import {
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const TOP = Number(process.env.BENCH_PROFILE_TOP ?? 15);
+// Loads while other processes disturb the profile (each waits up to BENCH_QUIET_WAIT s first).
+const TRIES = Number(process.env.BENCH_PROFILE_TRIES ?? 3);
+const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT ?? 60) * 1000;
 const TARGET = process.argv[2] ?? 'gateway-file';
 const PROF = (dir) => ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 const STARTERS = {
@@ -103,8 +106,8 @@ async function main() {
   // Other jobs on the shared cores show up as preempted time in the samples: wait them out, and
   // load again (only the last window's samples are kept) when they interfered anyway.
   let m;
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const q = await waitForQuiet({ maxWaitMs: 60_000 });
+  for (let attempt = 1; attempt <= TRIES; attempt++) {
+    const q = await waitForQuiet({ maxWaitMs: QUIET_WAIT_MS });
     if (!q.quiet) process.stderr.write(`profile: other processes still use ${q.cores.toFixed(2)} cores\n`);
     const ours = trackedPids();
     const oursBefore = ours.reduce((a, p) => a + cpuMicros(p), 0);

@@ -1,25 +1,29 @@
-// `npm run bench`: throughput, latency and CPU per request of the gateway against plain proxies,
-// then the key-cache memory figure (bench/memory.mjs). See bench/README.md for what and why.
+// `npm run bench`: throughput, latency and CPU per request of the gateway against the bare stack
+// (Express 5 + http-proxy-middleware with a keep-alive agent) and the raw node:http proxy, GET and a
+// small JSON POST, then the key-cache memory figure (bench/memory.mjs). See bench/README.md.
+//
+// Placement: the system under test (the proxy, and redis-server for the gateway) runs pinned to core
+// 0 (`taskset -c 0`); wrk and the upstream to core 1. CPU per request is the SUT's own utime+stime
+// (/proc/<pid>/stat) ÷ completed requests, redis-server included for the gateway.
 //
 // Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5, measured run), BENCH_WARMUP (2, discarded),
-// BENCH_CONNECTIONS (50), BENCH_PIPELINING (1), BENCH_TARGETS (comma list, default all),
-// BENCH_MEMORY (1; 0 skips the memory figure), BENCH_QUIET_WAIT (150: seconds, in total, the bench may
-// wait for other processes on the machine to go quiet before measured runs; 0 never waits).
+// BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,node-http-raw,
+// gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
+// BENCH_QUIET_WAIT (60: seconds, in total, the bench may wait for other processes to leave core 0
+// before measured runs; 0 never waits).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Loader } from './lib/loader.mjs';
 import {
   cpuMicros,
   installCleanup,
   machineBusyMicros,
   setUnexpectedExitHandler,
   stopAll,
-  trackedPids,
-  waitForQuiet,
 } from './lib/procs.mjs';
 import {
   REQUEST_BODY,
@@ -33,6 +37,7 @@ import {
   startRawProxy,
   startUpstream,
 } from './lib/targets.mjs';
+import { ensureWrk, runWrk, writeWrkScript } from './lib/wrk.mjs';
 
 const env = process.env;
 const intEnv = (name, def, min = 1) => {
@@ -43,35 +48,39 @@ const intEnv = (name, def, min = 1) => {
 const ROUNDS = intEnv('BENCH_ROUNDS', 3);
 const SECONDS = intEnv('BENCH_SECONDS', 5);
 const WARMUP = intEnv('BENCH_WARMUP', 2, 0);
-const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50);
-const PIPELINING = intEnv('BENCH_PIPELINING', 1);
+const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 32);
 const WITH_MEMORY = env.BENCH_MEMORY !== '0';
-const QUIET_WAIT_S = intEnv('BENCH_QUIET_WAIT', 150, 0);
-// A quarter of a core taken by other processes during a measured run is flagged as disturbed (the
-// loopback traffic's own kernel time stays well below that).
+const QUIET_WAIT_S = intEnv('BENCH_QUIET_WAIT', 60, 0);
+// The system under test and the load side, one core each.
+const SUT_CORE = 0;
+const LOAD_CORE = 1;
+// A quarter of core 0 taken by processes other than the SUT during a measured run is flagged as
+// disturbed.
 const DISTURBED_CORES = 0.25;
-// Disturbed runs measured again, per bench (each costs a warm-up and a run).
-const MAX_RETRIES = 8;
-const MAX_RETRIES_PER_RUN = 2;
 
+/** The floor every ratio is taken against. */
+const BARE = 'express-hpm-keepalive';
 const ALL_TARGETS = [
-  'express-hpm-default',
   'express-hpm-keepalive',
   'node-http-raw',
-  'gateway-file',
   'gateway-redis',
+  'express-hpm-default',
+  'gateway-file',
 ];
-const SELECTED = env.BENCH_TARGETS ? env.BENCH_TARGETS.split(',').map((s) => s.trim()) : ALL_TARGETS;
+const DEFAULT_TARGETS = ['express-hpm-keepalive', 'node-http-raw', 'gateway-redis'];
+const SELECTED = env.BENCH_TARGETS ? env.BENCH_TARGETS.split(',').map((s) => s.trim()) : DEFAULT_TARGETS;
 for (const t of SELECTED)
   if (!ALL_TARGETS.includes(t)) throw new Error(`unknown target in BENCH_TARGETS: ${t}`);
+const SCENARIOS = (env.BENCH_SCENARIOS || 'GET,POST').split(',').map((s) => s.trim().toUpperCase());
+for (const s of SCENARIOS) if (s !== 'GET' && s !== 'POST') throw new Error(`unknown scenario: ${s}`);
 
 // The whole run must stay under 10 minutes: refuse settings that cannot, and enforce it with a
 // watchdog that stops everything.
 const TIME_LIMIT_MS = 9.5 * 60_000;
 const estimateS =
-  (ROUNDS * SELECTED.length + MAX_RETRIES) * (WARMUP + SECONDS + 1.5) +
+  ROUNDS * SELECTED.length * SCENARIOS.length * (WARMUP + SECONDS + 1) +
   QUIET_WAIT_S +
-  25 +
+  30 +
   (WITH_MEMORY ? 30 : 0);
 if (estimateS * 1000 > TIME_LIMIT_MS) {
   throw new Error(`about ${estimateS} s of runs requested; the limit is ${TIME_LIMIT_MS / 1000} s`);
@@ -100,51 +109,80 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
-async function main() {
-  const fresh = checkBuild();
-  // Other jobs on the machine share the two cores with the bench: measure them before starting.
-  const busy0 = machineBusyMicros();
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const backgroundCores = (machineBusyMicros() - busy0) / 1e6;
-  log(`background load before starting: ${backgroundCores.toFixed(2)} cores busy`);
-  const tmpDir = mkdtempSync(join(tmpdir(), 'notify-gateway-bench-'));
-  process.once('exit', () => rmSync(tmpDir, { recursive: true, force: true }));
+/** CPU that processes other than `pids` took on core 0 while `fn` ran, in cores. */
+async function foreignOnSutCore(pids, fn) {
+  const own0 = pids.reduce((a, pid) => a + cpuMicros(pid), 0);
+  const busy0 = machineBusyMicros(SUT_CORE);
+  const t0 = process.hrtime.bigint();
+  const result = await fn();
+  const wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
+  const foreign =
+    machineBusyMicros(SUT_CORE) - busy0 - (pids.reduce((a, pid) => a + cpuMicros(pid), 0) - own0);
+  return { result, cores: Math.max(0, foreign / wallUs) };
+}
 
-  log(`starting upstream and ${SELECTED.length} targets`);
-  const upstream = await startUpstream();
+/** Waits (at most `maxWaitMs`) until others use < DISTURBED_CORES of core 0 over half a second. */
+async function waitForQuietCore(pids, maxWaitMs) {
+  const start = Date.now();
+  for (;;) {
+    const { cores } = await foreignOnSutCore(pids, () => sleep(500));
+    const waitedMs = Date.now() - start;
+    if (cores < DISTURBED_CORES) return { waitedMs, cores, quiet: true };
+    if (waitedMs + 500 > maxWaitMs) return { waitedMs, cores, quiet: false };
+  }
+}
+
+async function startTargets(upstream, tmpDir) {
+  const cpus = SUT_CORE;
   const starters = {
-    'express-hpm-default': () => startExpressHpm(upstream, { keepAlive: false }),
-    'express-hpm-keepalive': () => startExpressHpm(upstream, { keepAlive: true }),
-    'node-http-raw': () => startRawProxy(upstream),
-    'gateway-file': () => startGatewayFile(upstream, tmpDir),
-    'gateway-redis': () => startGatewayRedis(upstream, tmpDir),
+    'express-hpm-default': () => startExpressHpm(upstream, { keepAlive: false, cpus }),
+    'express-hpm-keepalive': () => startExpressHpm(upstream, { keepAlive: true, cpus }),
+    'node-http-raw': () => startRawProxy(upstream, { cpus }),
+    'gateway-file': () => startGatewayFile(upstream, tmpDir, { cpus }),
+    'gateway-redis': () => startGatewayRedis(upstream, tmpDir, { cpus }),
   };
   const targets = [];
   for (const name of SELECTED) targets.push(await starters[name]());
-  const loader = await Loader.start();
+  return targets;
+}
 
-  const headersFor = (t) => ({
-    'content-type': 'application/json',
-    // Sent to every target (the plain proxies pass it on, harmlessly), so requests are the same size.
-    'x-api-key': t.key ?? targets.find((x) => x.key)?.key ?? 'nk_live_none',
-  });
-  for (const t of targets) await preflight(t, headersFor(t));
+async function main() {
+  const fresh = checkBuild();
+  ensureWrk(log);
+  const loadBefore = loadavg();
+  log(`load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
+  const tmpDir = mkdtempSync(join(tmpdir(), 'notify-gateway-bench-'));
+  process.once('exit', () => rmSync(tmpDir, { recursive: true, force: true }));
+
+  log(`starting upstream (core ${LOAD_CORE}) and ${SELECTED.length} targets (core ${SUT_CORE})`);
+  const upstream = await startUpstream({ cpus: LOAD_CORE });
+  const targets = await startTargets(upstream, tmpDir);
+  const key = targets.find((x) => x.key)?.key ?? 'nk_live_none';
+  // Sent to every target (the plain proxies pass it on, harmlessly), so requests are the same size.
+  const headers = { 'x-api-key': key };
+  for (const t of targets) await preflight(t, { ...headers, 'content-type': 'application/json' });
   log('all targets answered 2xx through to the upstream');
-
-  const runOpts = (t, duration) => ({
-    url: `http://127.0.0.1:${t.port}${REQUEST_PATH}`,
-    method: 'POST',
-    headers: headersFor(t),
-    body: REQUEST_BODY,
-    connections: CONNECTIONS,
-    pipelining: PIPELINING,
-    duration,
-  });
-  const checkClean = (t, r, phase) => {
+  const scripts = {
+    GET: writeWrkScript(tmpDir, 'get', { method: 'GET', headers }),
+    POST: writeWrkScript(tmpDir, 'post', {
+      method: 'POST',
+      body: REQUEST_BODY,
+      headers: { ...headers, 'Content-Type': 'application/json' },
+    }),
+  };
+  const wrk = (t, scenario, seconds) =>
+    runWrk({
+      url: `http://127.0.0.1:${t.port}${REQUEST_PATH}`,
+      script: scripts[scenario],
+      connections: CONNECTIONS,
+      seconds,
+      cpus: LOAD_CORE,
+    });
+  const checkClean = (t, scenario, r, phase) => {
     if (r.non2xx || r.errors || r.timeouts || r.requests === 0) {
       throw new Error(
-        `${t.name} ${phase}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts of ${r.requests} ` +
-          `(status codes ${JSON.stringify(r.statusCodeStats)}). ` +
+        `${t.name} ${scenario} ${phase}: ${r.non2xx} statuses >= 400, ${r.errors} socket errors, ` +
+          `${r.timeouts} timeouts of ${r.requests}. ` +
           (t.gateway
             ? 'A gateway refusing requests means the bench setup is wrong (key, tier, route).'
             : 'The target or the upstream is failing.'),
@@ -152,90 +190,75 @@ async function main() {
     }
   };
 
-  // The load generator's own JIT warm-up, against the upstream directly, so the first target measured
-  // does not pay for it.
-  await loader.run(runOpts(upstream, 2));
-
-  // One measured run: target CPU from /proc around it, plus the CPU that processes not ours took.
-  const measure = async (t) => {
-    const pids = { target: t.child.pid, upstream: upstream.child.pid, loader: loader.pid };
-    if (t.redis) pids.redis = t.redis.pid;
-    const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMicros(pid)]));
-    const ours = trackedPids();
-    const oursBefore = ours.reduce((a, pid) => a + cpuMicros(pid), 0);
-    const busyBefore = machineBusyMicros();
-    const t0 = process.hrtime.bigint();
-    const r = await loader.run(runOpts(t, SECONDS));
-    const wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
-    // The cores are shared: CPU that other jobs used during the run is what disturbs the figures.
-    const foreign =
-      machineBusyMicros() - busyBefore - (ours.reduce((a, pid) => a + cpuMicros(pid), 0) - oursBefore);
-    const cpuUsPerReq = Object.fromEntries(
-      Object.entries(pids).map(([k, pid]) => [k, (cpuMicros(pid) - before[k]) / Math.max(1, r.requests)]),
-    );
-    return { ...r, cpuUsPerReq, otherCores: Math.max(0, foreign / wallUs) };
+  // One measured run: the SUT's CPU (gateway + redis-server) from /proc around it.
+  const measure = async (t, scenario) => {
+    const sut = [t.child.pid, ...(t.redis ? [t.redis.pid] : [])];
+    const before = sut.map((pid) => cpuMicros(pid));
+    const { result: r, cores } = await foreignOnSutCore(sut, () => wrk(t, scenario, SECONDS));
+    const cpu = sut.map((pid, i) => (cpuMicros(pid) - before[i]) / Math.max(1, r.requests));
+    return {
+      ...r,
+      cpuUsPerReq: cpu.reduce((a, b) => a + b, 0),
+      cpuProxyUsPerReq: cpu[0],
+      cpuRedisUsPerReq: t.redis ? cpu[1] : null,
+      otherCores: cores,
+    };
   };
 
   const runs = [];
-  const discarded = [];
   let quietBudgetMs = QUIET_WAIT_S * 1000;
-  let retriesLeft = MAX_RETRIES;
+  let step = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    // Interleaved, and rotated each round, so no target always runs first or after the same one.
-    const order = targets.map((_, i) => targets[(i + round) % targets.length]);
-    for (const t of order) {
-      for (let attempt = 1; ; attempt++) {
-        const q = QUIET_WAIT_S
-          ? await waitForQuiet({ maxWaitMs: Math.max(500, quietBudgetMs) })
-          : { waitedMs: 0, quiet: true };
-        quietBudgetMs -= q.waitedMs;
-        if (q.waitedMs > 1000 || !q.quiet) {
-          log(
-            `waited ${(q.waitedMs / 1000).toFixed(1)} s for other processes to go quiet` +
-              (q.quiet ? '' : ` (still ${q.cores.toFixed(2)} cores busy; running anyway)`),
-          );
+    for (const scenario of SCENARIOS) {
+      // Interleaved, and rotated each time, so no target always runs first or after the same one.
+      const order = targets.map((_, i) => targets[(i + step) % targets.length]);
+      step++;
+      for (const t of order) {
+        const sut = [t.child.pid, ...(t.redis ? [t.redis.pid] : [])];
+        if (QUIET_WAIT_S && quietBudgetMs > 0) {
+          const q = await waitForQuietCore(sut, quietBudgetMs);
+          quietBudgetMs -= q.waitedMs;
+          if (q.waitedMs > 1000 || !q.quiet)
+            log(
+              `waited ${(q.waitedMs / 1000).toFixed(1)} s for core ${SUT_CORE} to go quiet` +
+                (q.quiet ? '' : ` (still ${q.cores.toFixed(2)} cores busy; running anyway)`),
+            );
         }
-        if (WARMUP > 0) checkClean(t, await loader.run(runOpts(t, WARMUP)), 'warm-up');
-        const r = await measure(t);
-        checkClean(t, r, `round ${round + 1}`);
-        const disturbed = r.otherCores > DISTURBED_CORES;
+        if (WARMUP > 0) checkClean(t, scenario, await wrk(t, scenario, WARMUP), 'warm-up');
+        const r = await measure(t, scenario);
+        checkClean(t, scenario, r, `round ${round + 1}`);
         log(
-          `round ${round + 1}/${ROUNDS} ${t.name.padEnd(22)} ${fmt(r.rps, 0).padStart(7)} req/s  ` +
-            `p50 ${fmt(r.p50Ms, 2)} ms  p99 ${fmt(r.p99Ms, 2)} ms  ${fmt(r.cpuUsPerReq.target, 0)} µs/req` +
-            (disturbed ? `  (other processes used ${fmt(r.otherCores, 2)} cores)` : ''),
+          `round ${round + 1}/${ROUNDS} ${scenario.padEnd(4)} ${t.name.padEnd(22)} ${fmt(r.rps, 0).padStart(6)} req/s  ` +
+            `p50 ${fmt(r.p50Ms, 2)} ms  p99 ${fmt(r.p99Ms, 2)} ms  ${fmt(r.cpuUsPerReq, 0)} µs/req` +
+            (r.otherCores > DISTURBED_CORES
+              ? `  (others used ${fmt(r.otherCores, 2)} of core ${SUT_CORE})`
+              : ''),
         );
-        const entry = { round: round + 1, target: t.name, ...r };
-        // A disturbed run is measured again, a few times per bench at most (the time limit holds).
-        if (disturbed && retriesLeft > 0 && attempt <= MAX_RETRIES_PER_RUN) {
-          retriesLeft--;
-          discarded.push(entry);
-          log('  disturbed: measuring it again');
-          continue;
-        }
-        runs.push(entry);
-        break;
+        runs.push({ round: round + 1, scenario, target: t.name, ...r });
       }
     }
   }
-  await loader.stop();
 
-  const summary = targets.map((t) => {
-    const rs = runs.filter((r) => r.target === t.name);
-    const extra = {};
-    for (const k of Object.keys(rs[0].cpuUsPerReq)) extra[k] = median(rs.map((r) => r.cpuUsPerReq[k]));
-    return {
-      target: t.name,
-      rps: median(rs.map((r) => r.rps)),
-      rpsMin: Math.min(...rs.map((r) => r.rps)),
-      rpsMax: Math.max(...rs.map((r) => r.rps)),
-      p50Ms: median(rs.map((r) => r.p50Ms)),
-      p99Ms: median(rs.map((r) => r.p99Ms)),
-      non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
-      cpuUsPerReq: extra,
-      maxOtherCores: Math.max(...rs.map((r) => r.otherCores)),
-      rounds: rs.length,
-    };
-  });
+  const summary = [];
+  for (const scenario of SCENARIOS) {
+    for (const t of targets) {
+      const rs = runs.filter((r) => r.target === t.name && r.scenario === scenario);
+      const med = (k) => median(rs.map((r) => r[k]));
+      summary.push({
+        scenario,
+        target: t.name,
+        rps: med('rps'),
+        rpsMin: Math.min(...rs.map((r) => r.rps)),
+        rpsMax: Math.max(...rs.map((r) => r.rps)),
+        p50Ms: med('p50Ms'),
+        p99Ms: med('p99Ms'),
+        cpuUsPerReq: med('cpuUsPerReq'),
+        cpuRedisUsPerReq: t.redis ? med('cpuRedisUsPerReq') : null,
+        maxOtherCores: Math.max(...rs.map((r) => r.otherCores)),
+        rounds: rs.length,
+      });
+    }
+  }
   log('stopping targets');
   await stopAll();
 
@@ -249,7 +272,8 @@ async function main() {
     date: new Date().toISOString(),
     git: gitDescribe(),
     distFresh: fresh,
-    backgroundCores,
+    loadavgBefore: loadBefore,
+    loadavgAfter: loadavg(),
     node: process.version,
     cpu: cpus()[0]?.model ?? 'unknown',
     cores: availableParallelism(),
@@ -258,9 +282,7 @@ async function main() {
     seconds: SECONDS,
     warmup: WARMUP,
     connections: CONNECTIONS,
-    pipelining: PIPELINING,
-    request: `POST ${REQUEST_PATH}, ${REQUEST_BODY.length} B JSON body, X-API-Key header`,
-    remeasured: discarded.length,
+    request: `${REQUEST_PATH} with X-API-Key; POST: ${REQUEST_BODY.length} B JSON body`,
     totalSeconds: Math.round((Date.now() - started) / 1000),
   };
   const text = report(meta, summary, memory);
@@ -268,10 +290,7 @@ async function main() {
   const resultsDir = join(ROOT, 'bench/results');
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${meta.date.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify({ meta, summary, runs, discarded, memory, table: text }, null, 2) + '\n',
-  );
+  writeFileSync(file, JSON.stringify({ meta, summary, runs, memory, table: text }, null, 2) + '\n');
   process.stdout.write(`\nraw results: ${file.slice(ROOT.length)}\n`);
 }
 
@@ -315,68 +334,73 @@ function fmt(v, digits) {
 function table(header, rows) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) =>
-    '| ' + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ') + ' |';
+    '| ' + cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ') + ' |';
   const sep =
-    '|' + widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
+    '|' + widths.map((w, i) => (i < 2 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
   return [line(header), sep, ...rows.map(line)].join('\n') + '\n';
 }
 
+/** Ratios to the bare stack and the issue-11 goals, per scenario. */
+const GOALS = { rps: 0.9, cpu: 1.15, p99: 1.5 };
+
 function report(meta, summary, memory) {
-  const by = Object.fromEntries(summary.map((s) => [s.target, s]));
-  const ratio = (s, base) => (by[base] ? `${(s.rps / by[base].rps).toFixed(2)}×` : '-');
+  const base = (s) => summary.find((x) => x.scenario === s.scenario && x.target === BARE);
+  const ratio = (a, b) => (b ? `${(a / b).toFixed(2)}×` : '-');
+  const la = (l) => l.map((x) => x.toFixed(2)).join(' ');
   let out = `\nnotify-gateway bench — ${meta.date} — ${meta.git}\n`;
   out +=
-    `${meta.cores} cores (${meta.cpu}), Node ${meta.node}; load generator (autocannon) shares the cores.\n` +
-    `${meta.request}; ${meta.connections} connections, pipelining ${meta.pipelining}; ` +
-    `median of ${meta.rounds} rounds × ${meta.seconds} s (after ${meta.warmup} s warm-up each).\n\n`;
+    `${meta.cores} cores (${meta.cpu}), Node ${meta.node}; load average ${la(meta.loadavgBefore)} before, ` +
+    `${la(meta.loadavgAfter)} after.\n` +
+    `SUT (+ redis-server) pinned to core ${SUT_CORE}, wrk (1 thread) + upstream to core ${LOAD_CORE}. ` +
+    `${meta.request}; ${meta.connections} connections; ` +
+    `median of ${meta.rounds} interleaved rounds × ${meta.seconds} s (after ${meta.warmup} s warm-up each).\n\n`;
   out += table(
     [
+      'scenario',
       'target',
       'req/s',
       'req/s min–max',
       'p50 ms',
       'p99 ms',
-      'non-2xx',
       'CPU µs/req',
-      'upstream µs/req',
-      '÷ hpm-default',
-      '÷ hpm-keepalive',
-      '÷ node-raw',
+      'req/s ÷ bare',
+      'CPU ÷ bare',
+      'p99 ÷ bare',
     ],
-    summary.map((s) => [
-      s.target,
-      fmt(s.rps, 0),
-      `${fmt(s.rpsMin, 0)}–${fmt(s.rpsMax, 0)}`,
-      fmt(s.p50Ms, 2),
-      fmt(s.p99Ms, 2),
-      String(s.non2xx),
-      fmt(s.cpuUsPerReq.target, 0) +
-        (s.cpuUsPerReq.redis !== undefined ? ` (+${fmt(s.cpuUsPerReq.redis, 0)} redis)` : ''),
-      fmt(s.cpuUsPerReq.upstream, 0),
-      ratio(s, 'express-hpm-default'),
-      ratio(s, 'express-hpm-keepalive'),
-      ratio(s, 'node-http-raw'),
-    ]),
+    summary.map((s) => {
+      const b = base(s);
+      return [
+        s.scenario,
+        s.target,
+        fmt(s.rps, 0),
+        `${fmt(s.rpsMin, 0)}–${fmt(s.rpsMax, 0)}`,
+        fmt(s.p50Ms, 2),
+        fmt(s.p99Ms, 2),
+        fmt(s.cpuUsPerReq, 0) + (s.cpuRedisUsPerReq !== null ? ` (redis ${fmt(s.cpuRedisUsPerReq, 0)})` : ''),
+        ratio(s.rps, b?.rps),
+        ratio(s.cpuUsPerReq, b?.cpuUsPerReq),
+        ratio(s.p99Ms, b?.p99Ms),
+      ];
+    }),
   );
-  if (meta.remeasured) {
-    out += `\n${meta.remeasured} run(s) disturbed by other processes were measured again (raw JSON: "discarded").\n`;
-  }
   const disturbed = summary.filter((s) => s.maxOtherCores > DISTURBED_CORES);
   if (disturbed.length) {
     out +=
-      `\nWARNING: other processes on the machine used CPU during measured runs (up to ` +
-      `${fmt(Math.max(...disturbed.map((s) => s.maxOtherCores)), 2)} cores; ${disturbed.map((s) => s.target).join(', ')}): ` +
-      `figures are disturbed, re-run on a quiet machine.\n`;
+      `\nWARNING: other processes used up to ${fmt(Math.max(...disturbed.map((s) => s.maxOtherCores)), 2)} ` +
+      `of core ${SUT_CORE} during measured runs (${[...new Set(disturbed.map((s) => `${s.scenario} ${s.target}`))].join(', ')}): ` +
+      `wall-clock figures are disturbed; CPU µs/req is the steadier figure. Re-run on a quiet machine.\n`;
   }
-  const gw = by['gateway-redis'];
-  if (gw) {
-    const goal = (base, want) => {
-      if (!by[base]) return `${base} not run`;
-      const r = gw.rps / by[base].rps;
-      return `${r.toFixed(2)}× ${base} (goal ≥ ${want.toFixed(2)}×: ${r >= want ? 'MET' : 'not met'})`;
-    };
-    out += `\ngoals (gateway-redis, one worker): ${goal('express-hpm-default', 1)}; ${goal('node-http-raw', 0.75)}\n`;
+  for (const gw of summary.filter((s) => s.target === 'gateway-redis')) {
+    const b = base(gw);
+    if (!b) continue;
+    const check = (name, r, want, le) =>
+      `${name} ${r.toFixed(2)}× (goal ${le ? '≤' : '≥'} ${want}: ${(le ? r <= want : r >= want) ? 'MET' : 'not met'})`;
+    out +=
+      `\ngoals ${gw.scenario} (gateway-redis ÷ bare): ${check('req/s', gw.rps / b.rps, GOALS.rps, false)}; ` +
+      `${check('CPU/req', gw.cpuUsPerReq / b.cpuUsPerReq, GOALS.cpu, true)}; ` +
+      `${check('p99', gw.p99Ms / b.p99Ms, GOALS.p99, true)}`;
   }
+  out += '\n';
   if (memory) {
     const m = memory;
     out +=

@@ -199,7 +199,16 @@ export async function startGateway(
     { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
-  const close = createCloser(config, { server, adminServer, app, store, limiterRedis, metrics, logger });
+  const close = createCloser(config, {
+    server,
+    adminServer,
+    app,
+    store,
+    limiter,
+    limiterRedis,
+    metrics,
+    logger,
+  });
   return { port, adminPort, config, store, service, metrics, logger, close };
 }
 
@@ -243,6 +252,7 @@ function createLimiter(
     ...(redis ? { redis } : {}),
     keyPrefix: config.store.redis.keyPrefix,
     failurePolicy: config.rateLimit.failurePolicy,
+    lease: config.rateLimit.lease,
     onStoreError: () => metrics.storeErrors.inc({ op: 'rate_limit' }),
   });
 }
@@ -294,12 +304,16 @@ async function startAdminServer(
   return adminServer;
 }
 
-/** What `close()` stops, in order: servers (drained), proxy agents, store, own limiter Redis, metrics. */
+/**
+ * What `close()` stops, in order: servers (drained), proxy agents, limiter leases, store, own limiter
+ * Redis, metrics.
+ */
 interface Closeable {
   server: Server;
   adminServer: Server | null;
   app: { closeAgents(): void };
   store: KeyStore;
+  limiter: TierRateLimiter;
   limiterRedis: LimiterRedis;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -307,7 +321,7 @@ interface Closeable {
 
 /** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
 function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => Promise<void> {
-  const { server, adminServer, app, store, limiterRedis, metrics, logger } = parts;
+  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger } = parts;
   let closing: Promise<void> | null = null;
   return function close() {
     closing ??= (async () => {
@@ -316,6 +330,8 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
         adminServer ? drain(adminServer, 1000) : undefined,
       ]);
       app.closeAgents();
+      // Unused leased quota goes back while the Redis client is still open.
+      await limiter.close();
       await store.close();
       limiterRedis.own?.disconnect();
       metrics.registry.clear();

@@ -40,9 +40,48 @@ function track(child, name) {
  * Starts a long-running process. stdout goes to /dev/null by default ('ignore'): the gateways'
  * access log is written, as in production, but nobody reads it.
  */
-export function startProcess(name, cmd, args, { env = {}, cwd, stdout = 'ignore' } = {}) {
-  const child = spawn(cmd, args, { cwd, env: childEnv(env), stdio: ['ignore', stdout, 'pipe'] });
+export function startProcess(name, cmd, args, { env = {}, cwd, stdout = 'ignore', cpus } = {}) {
+  const [c, a] = pinned(cmd, args, cpus);
+  const child = spawn(c, a, { cwd, env: childEnv(env), stdio: ['ignore', stdout, 'pipe'] });
   return track(child, name);
+}
+
+/**
+ * `cmd args` run on the CPU list `cpus` (taskset syntax, e.g. '0'), or unchanged without one.
+ * taskset execs the command, so the child's pid is the command's own pid (its /proc stat is the
+ * command's CPU time).
+ */
+function pinned(cmd, args, cpus) {
+  return cpus === undefined || cpus === null ? [cmd, args] : ['taskset', ['-c', String(cpus), cmd, ...args]];
+}
+
+/**
+ * Runs a bounded command to completion (tracked, so a SIGINT or the time limit stops it too) and
+ * resolves with its exit code, stdout and the tail of its stderr. Killed after `timeoutMs`.
+ */
+export function runTracked(name, cmd, args, { cpus, timeoutMs, env = {} } = {}) {
+  const [c, a] = pinned(cmd, args, cpus);
+  const child = spawn(c, a, { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child, name);
+  // Its exit is the point: never report it as a crashed target.
+  child.expectedExit = true;
+  let stdout = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => (stdout += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${name} did not finish within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr: child.stderrTail(), pid: child.pid });
+    });
+  });
 }
 
 /** Starts a Node script with an IPC channel (the load generator). */
@@ -214,9 +253,14 @@ export function cpuMicros(pid, tid) {
   return (ticks * 1e6) / ticksPerSecond();
 }
 
-/** Busy CPU time of the whole machine so far (all cores), in µs, from /proc/stat. */
-export function machineBusyMicros() {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+/**
+ * Busy CPU time so far, in µs, from /proc/stat: of the whole machine (all cores), or of one core
+ * with `core` (the `cpuN` line).
+ */
+export function machineBusyMicros(core) {
+  const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+  const line = core === undefined ? lines[0] : lines.find((l) => l.startsWith(`cpu${core} `));
+  if (!line) throw new Error(`/proc/stat has no line for cpu${core}`);
   // cpu user nice system idle iowait irq softirq steal ...: everything but idle and iowait is busy.
   const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
   return ((user + nice + system + irq + softirq + steal) * 1e6) / ticksPerSecond();

@@ -40,26 +40,28 @@ function newestMtime(dir) {
   return newest;
 }
 
-export async function startUpstream() {
+export async function startUpstream({ cpus } = {}) {
   const port = await freePort();
   const child = startProcess('upstream', process.execPath, [join(SERVERS, 'upstream.mjs')], {
     env: { PORT: String(port) },
+    cpus,
   });
   await waitForPort(port, child);
   return { name: 'upstream', child, port, url: `http://127.0.0.1:${port}` };
 }
 
-export async function startExpressHpm(upstream, { keepAlive, nodeArgs = [] }) {
+export async function startExpressHpm(upstream, { keepAlive, nodeArgs = [], cpus, name }) {
   const port = await freePort();
-  const name = keepAlive ? 'express-hpm-keepalive' : 'express-hpm-default';
+  name ??= keepAlive ? 'express-hpm-keepalive' : 'express-hpm-default';
   const child = startProcess(name, process.execPath, [...nodeArgs, join(SERVERS, 'express-hpm.mjs')], {
     env: { PORT: String(port), TARGET: upstream.url, KEEPALIVE: keepAlive ? '1' : '0' },
+    cpus,
   });
   await waitForPort(port, child);
   return { name, child, port, gateway: false };
 }
 
-export async function startRawProxy(upstream, { nodeArgs = [] } = {}) {
+export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
   const port = await freePort();
   const child = startProcess(
     'node-http-raw',
@@ -67,6 +69,7 @@ export async function startRawProxy(upstream, { nodeArgs = [] } = {}) {
     [...nodeArgs, join(SERVERS, 'raw-proxy.mjs')],
     {
       env: { PORT: String(port), TARGET: upstream.url },
+      cpus,
     },
   );
   await waitForPort(port, child);
@@ -94,7 +97,11 @@ async function keyTools() {
 }
 
 /** gateway-file: the file store with one company and one key. */
-export async function startGatewayFile(upstream, tmpDir, { nodeArgs = [], name = 'gateway-file' } = {}) {
+export async function startGatewayFile(
+  upstream,
+  tmpDir,
+  { nodeArgs = [], name = 'gateway-file', cpus } = {},
+) {
   const { generateApiKey, hashApiKey } = await keyTools();
   const key = generateApiKey('live');
   const keyFile = join(tmpDir, 'keys.yaml');
@@ -117,7 +124,7 @@ export async function startGatewayFile(upstream, tmpDir, { nodeArgs = [], name =
     name,
     process.execPath,
     [...nodeArgs, CLI, 'serve', '--config', config, '--workers', '1'],
-    { cwd: tmpDir },
+    { cwd: tmpDir, cpus },
   );
   await waitForPort(port, child);
   return { name, child, port, key, gateway: true };
@@ -127,13 +134,18 @@ export async function startGatewayFile(upstream, tmpDir, { nodeArgs = [], name =
  * gateway-redis: our own redis-server (no persistence), company and key created with the CLI, the
  * gateway at one worker (`serve` would otherwise fork one per CPU with the Redis store).
  */
-export async function startGatewayRedis(upstream, tmpDir, { nodeArgs = [] } = {}) {
+export async function startGatewayRedis(
+  upstream,
+  tmpDir,
+  { nodeArgs = [], cpus, name = 'gateway-redis' } = {},
+) {
   const redisPort = await freePort();
   const redis = startProcess(
     'redis-server',
     'redis-server',
     ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { cwd: tmpDir },
+    // On the gateway's core: its CPU is part of what the gateway costs per request.
+    { cwd: tmpDir, cpus },
   );
   await waitForPort(redisPort, redis);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
@@ -149,13 +161,13 @@ export async function startGatewayRedis(upstream, tmpDir, { nodeArgs = [] } = {}
   );
   if (typeof created.key !== 'string') throw new Error('`keys create --json` printed no key');
   const child = startProcess(
-    'gateway-redis',
+    name,
     process.execPath,
     [...nodeArgs, CLI, 'serve', '--config', config, '--workers', '1'],
-    { env, cwd: tmpDir },
+    { env, cwd: tmpDir, cpus },
   );
   await waitForPort(port, child);
-  return { name: 'gateway-redis', child, port, key: created.key, gateway: true, redis };
+  return { name, child, port, key: created.key, gateway: true, redis };
 }
 
 /** One request through a target, checked: 2xx, the upstream's body, and for gateways the limiter headers. */

@@ -150,6 +150,19 @@ export const configSchema = z
          * sidecars): limits become exact across pods. Ignored with the redis store (it is shared).
          */
         redisUrl: redisUrl.optional(),
+        /**
+         * Shared limits take quota from Redis in leases spent locally: at most `maxSize` points and
+         * at most 1/`divisor` of the quota left per lease (so leases shrink to 1 near the limit).
+         * Never over the limit; under-admission at most (instances − 1) × min(maxSize,
+         * max(1, floor(points / divisor))) per window. `maxSize: 1` = one Redis call per request, exact.
+         */
+        lease: z
+          .object({
+            maxSize: z.coerce.number().int().min(1).max(1_000_000).default(100),
+            divisor: z.coerce.number().int().min(1).max(1_000_000).default(64),
+          })
+          .strict()
+          .default({}),
         /** Failed authentications allowed per client address before 429. */
         authFailures: z
           .object({

@@ -26,17 +26,28 @@ export interface KeyMaterialMatcher {
  */
 export function createKeyMaterialMatcher(key: string): KeyMaterialMatcher {
   const lower = key.toLowerCase();
-  const hex = Buffer.from(key, 'latin1').toString('hex');
-  const cores = [...new Set([key, lower, key.toUpperCase()])].flatMap(base64Cores);
+  // Built on first use: a matcher is made per request, and most header values are too short to
+  // hold the key in any encoding (see `holds`), so usually nothing needs them.
+  let encoded: { hex: string; cores: string[] } | null = null;
+  const encodings = () =>
+    (encoded ??= {
+      hex: Buffer.from(key, 'latin1').toString('hex'),
+      cores: [...new Set([key, lower, key.toUpperCase()])].flatMap(base64Cores),
+    });
   function holdsPlain(s: string): boolean {
     const l = s.toLowerCase();
-    if (l.includes(lower) || l.includes(hex)) return true;
+    if (l.includes(lower)) return true;
+    const { hex, cores } = encodings();
+    if (l.includes(hex)) return true;
     const std = s.includes('-') || s.includes('_') ? s.replace(URL_SAFE_BASE64, urlSafeToStd) : s;
     for (const core of cores) if (std.includes(core)) return true;
     return false;
   }
   return {
     holds(text: string): boolean {
+      // Every encoding known here (raw, %-escaped, base64, hex) is at least as long as the key, and
+      // removing whitespace or escapes only shortens: a shorter text cannot hold it.
+      if (text.length < key.length) return false;
       let s = text.includes(' ') || text.includes('\t') ? text.replace(WHITESPACE, '') : text;
       if (holdsPlain(s)) return true;
       for (let i = 0; i < MAX_DECODE_ROUNDS && s.includes('%'); i++) {

@@ -1,13 +1,9 @@
-import {
-  RateLimiterMemory,
-  RateLimiterRedis,
-  RateLimiterRes,
-  type RateLimiterAbstract,
-} from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { LRUCache } from 'lru-cache';
 import type { Tier } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
+import { LeaseLimiter } from './lease-limiter.js';
 
 /** What the limiter does while Redis fails (`rateLimit.failurePolicy`). */
 export type FailurePolicy = 'insurance' | 'open' | 'closed';
@@ -30,17 +26,26 @@ export interface TierLimiterOptions {
   keyPrefix: string;
   failurePolicy: FailurePolicy;
   onStoreError?: (err: unknown) => void;
+  /**
+   * Lease sizing with Redis (`rateLimit.lease`): a lease is at most `maxSize` points and at most
+   * 1/`divisor` of the quota left. Default { maxSize: 1 }: one Redis call per request.
+   */
+  lease?: { maxSize: number; divisor: number };
 }
 
 interface TierLimiters {
   tier: Tier;
-  primary: RateLimiterAbstract;
+  /** With Redis: the shared lease limiter; else null and `memory` counts. */
+  shared: LeaseLimiter | null;
+  memory: RateLimiterMemory;
   insurance: RateLimiterMemory;
 }
 
 /**
- * Per-company limits by tier (rate-limiter-flexible). With Redis, one atomic Lua call per request is
- * the only round trip of an authenticated request. When Redis fails the configured policy applies:
+ * Per-company limits by tier. With Redis, counts are shared through leases (`LeaseLimiter`): one
+ * atomic Lua call takes a batch of quota that the instance spends locally, so most requests cost no
+ * round trip; never over the limit, under-admission bounded (bench/README.md). Without Redis,
+ * rate-limiter-flexible counts in memory. When Redis fails the configured policy applies:
  * `insurance` counts in process memory (per instance), `open` lets requests through, `closed`
  * refuses them with 503. Recovery is automatic: the next request tries Redis again.
  */
@@ -54,10 +59,19 @@ export class TierRateLimiter {
         duration: tier.duration,
         keyPrefix: `${opts.keyPrefix}rl:${tier.name}`,
       };
-      const primary = opts.redis
-        ? new RateLimiterRedis({ ...common, storeClient: opts.redis, rejectIfRedisNotReady: true })
-        : new RateLimiterMemory(common);
-      this.byTier.set(tier.name, { tier, primary, insurance: new RateLimiterMemory(common) });
+      const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
+      const shared = opts.redis
+        ? new LeaseLimiter({
+            redis: opts.redis,
+            points: tier.points,
+            duration: tier.duration,
+            keyPrefix: common.keyPrefix,
+            maxLease: lease.maxSize,
+            divisor: lease.divisor,
+          })
+        : null;
+      const memory = new RateLimiterMemory(common);
+      this.byTier.set(tier.name, { tier, shared, memory, insurance: new RateLimiterMemory(common) });
     }
   }
 
@@ -70,12 +84,27 @@ export class TierRateLimiter {
     const l = this.byTier.get(tierName);
     if (!l) throw new GatewayError('INTERNAL', `tier "${tierName}" is not configured`);
     try {
-      return toDecision(l.tier, await l.primary.consume(companyId), true, 'primary');
+      if (l.shared) {
+        const d = await l.shared.consume(companyId);
+        return {
+          allowed: d.allowed,
+          limit: l.tier.points,
+          remaining: d.remaining,
+          resetSeconds: Math.max(1, Math.ceil(d.msBeforeNext / 1000)),
+          source: 'primary',
+        };
+      }
+      return toDecision(l.tier, await l.memory.consume(companyId), true, 'primary');
     } catch (res) {
       if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'primary');
       this.opts.onStoreError?.(res);
       return this.fallback(l, companyId, res);
     }
+  }
+
+  /** Gives unused leased quota back to Redis (on shutdown, before the Redis client closes). */
+  async close(): Promise<void> {
+    await Promise.all([...this.byTier.values()].map((l) => l.shared?.close()));
   }
 
   private async fallback(l: TierLimiters, companyId: string, cause: unknown): Promise<RateDecision> {

@@ -646,7 +646,9 @@ describe('failing dependencies', () => {
       store: { type: 'redis', redis: { url: redis.url, commandTimeoutMs: 200 } },
       routes: [{ prefix: '/notify/v1', target: upstream.url }],
       cache: { positiveTtlMs: 100 },
-      rateLimit: { tiers: DEFAULT_TIERS },
+      // Every request asks Redis: a lease already held keeps serving while Redis is away
+      // (test/integration/lease-limiter.test.ts); this is about what happens when it must ask.
+      rateLimit: { tiers: DEFAULT_TIERS, lease: { maxSize: 1 } },
       log: { level: 'silent' },
     });
     try {
@@ -684,7 +686,8 @@ describe('failing dependencies', () => {
     const t = await startTestGateway({
       store: { type: 'redis', redis: { url: redis.url, commandTimeoutMs: 200 } },
       routes: [{ prefix: '/notify/v1', target: upstream.url }],
-      rateLimit: { failurePolicy: 'closed' },
+      // Every request asks Redis (a lease already held would keep serving while Redis is away).
+      rateLimit: { failurePolicy: 'closed', lease: { maxSize: 1 } },
       log: { level: 'silent' },
     });
     try {

@@ -41,6 +41,18 @@ describe('key material matcher', () => {
     );
   });
 
+  test('values shorter than the key are skipped, yet every encoding of any key is still found (property)', () => {
+    // holds() answers false for a value shorter than the key without looking at it: every encoding
+    // must therefore be at least as long as the key, also for short (legacy) keys.
+    fc.assert(
+      fc.property(fc.stringMatching(/^[!-~]{1,12}$/), fc.constantFrom(...ENCODINGS), (k, [, encode]) => {
+        const km = createKeyMaterialMatcher(k);
+        return km.holds(encode(k)) && !km.holds(k.slice(1));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   test('base64 at any alignment inside a longer encoded token (Basic, JWT payloads)', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 20 }), fc.string({ maxLength: 20 }), (before, after) => {
