@@ -61,14 +61,20 @@ const timestamp = z
   .regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ')
   // The shape is not enough: month 13, February 30, hour 24 or second 60 name no instant.
   .refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE);
+// An API key pasted into the wrong field must not be stored, listed, audited or echoed.
+const NOT_A_KEY = 'must not contain an API key';
+const isKeyFree = (v: string) => !KEY_LIKE_PATTERN.test(v);
 const idSchema = z
   .string()
-  .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
+  .refine(isKeyFree, NOT_A_KEY);
+/** Free text (names, labels): trimmed, 1-200 characters, never holding a key. */
+const textSchema = z.string().trim().min(1).max(200).refine(isKeyFree, NOT_A_KEY);
 
 export const companyCreateSchema = z
   .object({
     id: idSchema,
-    name: z.string().trim().min(1).max(200).optional(),
+    name: textSchema.optional(),
     tier: z.string().min(1).max(32).default('free'),
     status: z.enum(['active', 'pending', 'suspended']).default('active'),
     apiAccess: z.boolean().default(true),
@@ -77,7 +83,7 @@ export const companyCreateSchema = z
 
 export const companyPatchSchema = z
   .object({
-    name: z.string().trim().min(1).max(200).optional(),
+    name: textSchema.optional(),
     tier: z.string().min(1).max(32).optional(),
     status: z.enum(['active', 'pending', 'suspended']).optional(),
     apiAccess: z.boolean().optional(),
@@ -87,7 +93,7 @@ export const companyPatchSchema = z
 
 export const keyCreateSchema = z
   .object({
-    label: z.string().trim().min(1).max(200).optional(),
+    label: textSchema.optional(),
     environment: z
       .string()
       .regex(ENVIRONMENT_PATTERN, 'must be 2-16 lowercase letters or digits, e.g. live or test')
@@ -105,7 +111,7 @@ export const keyRotateSchema = z
       .min(0)
       .max(90 * 86_400)
       .optional(),
-    label: z.string().trim().min(1).max(200).optional(),
+    label: textSchema.optional(),
   })
   .strict();
 
@@ -414,11 +420,15 @@ export class AdminService {
 function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z.infer<T>> {
   const r = schema.safeParse(input);
   if (r.success) return { ok: true, value: r.data };
+  // Never echo what the caller sent (zod's enum messages quote the value; unknown field names are
+  // the caller's text): a key pasted by mistake must not come back in a body or a log line.
   const details = r.error.issues
     .map((i) => {
-      const path = i.path.join('.');
-      if (i.code === 'unrecognized_keys') return `unknown field(s): ${i.keys.join(', ')}`;
-      return path ? `${path}: ${i.message}` : i.message;
+      const path = i.path.join('.'); // the schema's own field names
+      if (i.code === 'unrecognized_keys')
+        return `unknown field(s): ${i.keys.map((k) => shownName(k)).join(', ')}`;
+      const message = i.code === 'invalid_enum_value' ? `must be one of ${i.options.join(', ')}` : i.message;
+      return path ? `${path}: ${message}` : message;
     })
     .join('; ');
   return fail('ADMIN_INVALID_REQUEST', details);
@@ -437,5 +447,16 @@ function notFound(kind: 'company' | 'key', id: string): AdminFailure {
 }
 
 function badTier(tier: string, tiers: ReadonlySet<string>): AdminFailure {
-  return fail('ADMIN_INVALID_REQUEST', `tier: "${tier}" is not a configured tier (${[...tiers].join(', ')})`);
+  return fail(
+    'ADMIN_INVALID_REQUEST',
+    `tier: ${isShown(tier) ? `"${tier}"` : shownName(tier)} is not a configured tier (${[...tiers].join(', ')})`,
+  );
+}
+
+/** A caller-supplied name as is when it is a short plain identifier; otherwise not shown. */
+function shownName(name: string): string {
+  return isShown(name) ? name : '(a name that is not shown)';
+}
+function isShown(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,32}$/.test(name) && !KEY_LIKE_PATTERN.test(name);
 }

@@ -15,10 +15,10 @@ export function createRouteMatcher<R extends Pick<Route, 'prefix'>>(
   return function matchRoute(path: string): R | null {
     for (const r of sorted) {
       if (r.prefix === '/') return r;
-      if (
-        path.startsWith(r.prefix) &&
-        (path.length === r.prefix.length || path.charCodeAt(r.prefix.length) === 47)
-      ) {
+      // `;` ends a segment too: Tomcat and Spring read `/notify/v1;x` as `/notify/v1` (a matrix
+      // parameter), so it must not fall through to another route such as a catch-all `/`.
+      const next = path.charCodeAt(r.prefix.length);
+      if (path.startsWith(r.prefix) && (path.length === r.prefix.length || next === 47 || next === 59)) {
         return r;
       }
     }
@@ -28,14 +28,19 @@ export function createRouteMatcher<R extends Pick<Route, 'prefix'>>(
 
 // Fixed three-character patterns, no quantifier: a match attempt never backtracks. One native regex
 // pass is much cheaper than a substring search per escape (each `%` is a partial match for those).
-const NUL_OR_BACKSLASH = /%(?:00|5[cC])/;
+// Escapes refused outright: NUL and backslash; IIS/Jetty `%uXXXX`; overlong UTF-8 (`%c0%ae` is a
+// dot to some decoders, never valid UTF-8); and a double-encoded dot, slash, backslash, `;` or NUL
+// (`%252e`), which a server that decodes twice resolves as a dot segment.
+const REFUSED_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|25(?:2[eEfF]|5[cC]|3[bB]|00))/;
 const ENCODED_DOT = /%2[eE]/g;
 const ENCODED_SLASH = /%2[fF]/g;
+const ENCODED_SEMICOLON = /%3[bB]/g;
 
 /**
  * Whether a request target is a plain origin-form path the gateway can route safely: starts with
  * `/`, holds no dot segments (plain or %-encoded) that an upstream could resolve to a path outside
- * the matched route, and no backslash or NUL.
+ * the matched route (also `..;`, `%3b`-encoded, double-encoded, `%u` and overlong forms), and no
+ * backslash or NUL.
  *
  * Cost: linear, at most about a dozen native passes over the path; no backtracking, never throws.
  */
@@ -46,8 +51,10 @@ export function isSafeRequestPath(path: string): boolean {
   if (path.charCodeAt(0) !== 47 || path.includes('//') || path.includes('#') || path.includes('\\'))
     return false;
   const escaped = path.includes('%');
-  if (escaped && NUL_OR_BACKSLASH.test(path)) return false;
-  const d = escaped ? path.replace(ENCODED_DOT, '.').replace(ENCODED_SLASH, '/') : path;
+  if (escaped && REFUSED_ESCAPE.test(path)) return false;
+  const d = escaped
+    ? path.replace(ENCODED_DOT, '.').replace(ENCODED_SLASH, '/').replace(ENCODED_SEMICOLON, ';')
+    : path;
   // The path starts with `/`, so every segment follows one: look for a segment of one or two dots.
   if (!d.includes('/.')) return true;
   // `..;x` counts too: some servers (Tomcat) strip matrix parameters before resolving dot segments.

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { generateApiKey } from '../../src/auth/api-key.js';
 import { validateConfig } from '../../src/config/load.js';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { startGateway } from '../../src/server.js';
@@ -120,6 +121,31 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     });
     assert.ok(cfg.ok);
     await assert.rejects(startGateway(cfg.config, { processMetrics: false }), /ADMIN_TOKEN/);
+  });
+
+  test('a key pasted into any admin field is refused and never echoed, stored or audited', async () => {
+    const key = generateApiKey('live');
+    const legacyLike = `${key}-and-more`;
+    await api('POST', '/admin/v1/companies', { id: 'paste-co', tier: 'free' });
+    const attempts: [string, string, unknown][] = [
+      ['POST', '/admin/v1/companies', { id: key, tier: 'free' }],
+      ['POST', '/admin/v1/companies', { id: 'paste-2', name: `key ${key}`, tier: 'free' }],
+      ['POST', '/admin/v1/companies', { id: 'paste-3', tier: key }],
+      ['PATCH', '/admin/v1/companies/paste-co', { status: key }],
+      ['PATCH', '/admin/v1/companies/paste-co', { [key]: 1 }],
+      ['PATCH', '/admin/v1/companies/paste-co', { [legacyLike]: 1 }],
+      ['POST', '/admin/v1/companies/paste-co/keys', { label: key }],
+    ];
+    for (const [method, path, body] of attempts) {
+      const r = await api(method, path, body);
+      assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(r.body)}`);
+      assert.ok(!JSON.stringify(r.body).includes(key.slice(8)), `echoed: ${JSON.stringify(r.body)}`);
+    }
+    const audit = await api('GET', '/admin/v1/audit?companyId=paste-co');
+    assert.ok(!JSON.stringify(audit.body).includes(key.slice(8)));
+    const all = await api('GET', '/admin/v1/companies');
+    assert.ok(!JSON.stringify(all.body).includes(key.slice(8)));
+    assert.equal((await api('GET', '/admin/v1/companies/paste-co')).body.status, 'active');
   });
 
   test('companies: create 201, validation 400 naming the field, duplicate 409, unknown 404', async () => {

@@ -24,6 +24,12 @@ describe('route matching', () => {
   test('a catch-all route', () => {
     assert.equal(createRouteMatcher([{ prefix: '/' }])('/anything')?.prefix, '/');
   });
+  test('`;` ends the prefix segment: `/notify/v1;x` is the /notify/v1 route, as Tomcat reads it', () => {
+    const withCatchAll = createRouteMatcher([{ prefix: '/' }, { prefix: '/notify/v1' }]);
+    assert.equal(withCatchAll('/notify/v1;x')?.prefix, '/notify/v1');
+    assert.equal(withCatchAll('/notify/v1;jsessionid=1/otps')?.prefix, '/notify/v1');
+    assert.equal(withCatchAll('/notify/v1x')?.prefix, '/');
+  });
   test('unsafe paths: dot segments (plain, encoded, with ;), empty segments, fragments, backslashes, absolute-form', () => {
     for (const p of [
       '/notify/v1/../admin',
@@ -39,10 +45,36 @@ describe('route matching', () => {
       '/notify/v1/x#frag',
       '/notify/v1/..;/admin',
       '/notify/v1/.%2e;x/admin',
+      // Found by an adversarial pass: encoded `;`, IIS `%u`, overlong UTF-8, double encoding.
+      '/notify/v1/..%3b/admin',
+      '/notify/v1/%2e%2e%3b/admin',
+      '/notify/v1/%u002e%u002e/admin',
+      '/notify/v1/%U002E/x',
+      '/notify/v1/%c0%ae%c0%ae/admin',
+      '/notify/v1/%C1%9C/x',
+      '/notify/v1/%e0%80%ae/x',
+      '/notify/v1/%f0%80%80%ae/x',
+      '/notify/v1/%252e%252e/admin',
+      '/notify/v1/..%252f..%252fadmin',
+      '/notify/v1/%255c/x',
+      '/notify/v1/%252e%252e%253b/admin',
+      '/notify/v1/%2500/x',
     ]) {
       assert.equal(isSafeRequestPath(p), false, p);
     }
-    for (const p of ['/notify/v1/otps', '/notify/v1/file.json', '/a/..b/c', '/v1.2/x', '/', '/a;v=1/b'])
+    for (const p of [
+      '/notify/v1/otps',
+      '/notify/v1/file.json',
+      '/a/..b/c',
+      '/v1.2/x',
+      '/',
+      '/a;v=1/b',
+      '/notify/v1/x%2fy',
+      '/notify/v1/caf%c3%a9',
+      '/notify/v1/%25',
+      '/notify/v1/100%25done',
+      '/notify/v1/a%3bb',
+    ])
       assert.equal(isSafeRequestPath(p), true, p);
   });
 });
