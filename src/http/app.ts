@@ -89,7 +89,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         checkAndNoteKeyInUrl,
       }),
       createRouteMatch({ matchRoute: createRouteMatcher(config.routes), checkAndNoteKeyInUrl }),
-      createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl, authFailures }),
+      createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl }),
       createAuthenticate({
         verifier: deps.verifier,
         authFailures,

@@ -116,30 +116,79 @@ function toDecision(
   };
 }
 
+/** One address's failures in its current window. */
+interface FailureWindow {
+  /** Failures counted plus slots reserved by lookups still in flight. */
+  used: number;
+  /** Date.now() at which the window ends and the count starts again from 0. */
+  resetAt: number;
+}
+
 /**
- * Per-address limiter of failed authentications (brute-force guard). Kept in process memory on
- * purpose: checking it costs no round trip, and with N instances an attacker gets at most N times
- * the budget — still far below what guessing a 190-bit key needs.
+ * Per-address budget of failed authentications (brute-force guard): `points` failures per address
+ * in a fixed window of `duration` seconds that starts with the address's first reservation.
+ *
+ * **Per process**, on purpose: checking it costs no round trip, and with N instances an attacker
+ * gets at most N times the budget — still far below what guessing a 190-bit key needs.
+ *
+ * Exact per address, also while store lookups are in flight: a request *reserves* its failure slot
+ * before the lookup (`reserve`, a synchronous check-and-count, so no two requests can take the
+ * last slot) and gives it back when the key turns out valid (`release`). A lookup in flight holds
+ * its slot, so an address at the edge of its budget may see 429 for a valid key while other
+ * lookups of its own are pending — never more failures than the budget.
+ *
+ * Windows live in an LRU of `maxAddresses` (least recently used evicted first): an address that
+ * keeps failing stays recent, so a flood of other addresses cannot evict its count.
  */
 export class AuthFailureLimiter {
-  private readonly limiter: RateLimiterMemory;
-  /** Addresses with a failure in the current window: every other address skips the limiter. */
-  private readonly failing: LRUCache<string, true>;
-  constructor(private readonly opts: { points: number; duration: number }) {
-    this.limiter = new RateLimiterMemory({ points: opts.points, duration: opts.duration });
-    this.failing = new LRUCache({ max: 100_000, ttl: opts.duration * 1000 });
+  private readonly windows: LRUCache<string, FailureWindow>;
+  private readonly points: number;
+  private readonly durationMs: number;
+  constructor(opts: { points: number; duration: number; maxAddresses?: number }) {
+    if (!Number.isInteger(opts.points) || opts.points < 1)
+      throw new TypeError('points must be a positive integer');
+    if (!(opts.duration > 0)) throw new TypeError('duration must be a positive number of seconds');
+    this.points = opts.points;
+    this.durationMs = opts.duration * 1000;
+    this.windows = new LRUCache({ max: opts.maxAddresses ?? 100_000 });
   }
 
-  /** Seconds to wait when `address` has used its failures, else 0. */
-  async blockedFor(address: string): Promise<number> {
-    if (!this.failing.has(address)) return 0;
-    const res = await this.limiter.get(address);
-    if (!res || res.consumedPoints < this.opts.points) return 0;
-    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  /**
+   * Takes one failure slot of `address` before its key is checked. Returns 0 when the slot was
+   * taken (the caller must `release` it unless the attempt fails), else the seconds to wait
+   * (`Retry-After`) and nothing was taken. Synchronous: check and count are one step.
+   */
+  reserve(address: string, now = Date.now()): number {
+    const w = this.current(address, now);
+    if (w.used >= this.points) return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+    w.used++;
+    return 0;
   }
 
-  async recordFailure(address: string): Promise<void> {
-    this.failing.set(address, true);
-    await this.limiter.penalty(address, 1);
+  /** Gives back a slot taken by `reserve` (the key was valid, or no answer about it was possible). */
+  release(address: string, now = Date.now()): void {
+    const w = this.windows.get(address);
+    if (w && w.resetAt > now && w.used > 0) w.used--;
+  }
+
+  /** Seconds to wait when `address` has used its budget, else 0. Reads only; takes nothing. */
+  async blockedFor(address: string, now = Date.now()): Promise<number> {
+    const w = this.windows.get(address);
+    if (!w || w.resetAt <= now || w.used < this.points) return 0;
+    return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+  }
+
+  /** Counts one failure for `address` without a reservation (even past the budget). */
+  async recordFailure(address: string, now = Date.now()): Promise<void> {
+    this.current(address, now).used++;
+  }
+
+  private current(address: string, now: number): FailureWindow {
+    let w = this.windows.get(address);
+    if (!w || w.resetAt <= now) {
+      w = { used: 0, resetAt: now + this.durationMs };
+      this.windows.set(address, w);
+    }
+    return w;
   }
 }

@@ -6,7 +6,7 @@ import { createAuthenticate } from '../../src/http/steps/authenticate.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { AuthFailureLimiter } from '../../src/ratelimit/tier-limiter.js';
 import type { KeyRecord } from '../../src/store/types.js';
-import { send } from '../helpers/http.js';
+import { eventually, send } from '../helpers/http.js';
 import { serveStep, seriesValue, testCompany, testKey, type StepServer } from '../helpers/step-server.js';
 
 const servers: StepServer[] = [];
@@ -17,8 +17,11 @@ function fixedVerifier(answers: Record<string, Verification | Error>) {
   const seen: unknown[] = [];
   return {
     seen,
+    /** While set, every lookup waits for it (lookups in flight). */
+    gate: null as Promise<void> | null,
     async verify(header: unknown): Promise<Verification> {
       seen.push(header);
+      if (this.gate) await this.gate;
       const a = answers[String(header)];
       if (a === undefined) return { ok: false, code: 'MISSING_KEY', reason: 'missing' };
       if (a instanceof Error) throw a;
@@ -111,6 +114,47 @@ describe('authenticate step', () => {
       assert.deepEqual(r.json, { error: 'Forbidden', details: 'Company is not active' });
     }
     assert.equal(await limiter.blockedFor('127.0.0.1'), 0);
+    assert.equal(limiter.reserve('127.0.0.1'), 0, 'the one slot is still free');
+  });
+
+  test('lookups in flight each hold a slot: a concurrent burst of bad keys gets exactly the budget of 401s', async () => {
+    const limiter = new AuthFailureLimiter({ points: 3, duration: 60 });
+    const { srv, verifier } = await start(limiter);
+    let open!: () => void;
+    verifier.gate = new Promise((r) => (open = r));
+    const burst = Promise.all(
+      Array.from({ length: 10 }, () => send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })),
+    );
+    // Seven are refused while the first three lookups are still waiting.
+    await eventually(async () => srv.finished.length === 7, 5000);
+    assert.equal(verifier.seen.length, 3);
+    open();
+    const answers = await burst;
+    assert.deepEqual(answers.map((a) => a.status).sort(), [401, 401, 401, 429, 429, 429, 429, 429, 429, 429]);
+  });
+
+  test('valid keys and store failures give their slot back; only failures use the budget', async () => {
+    const limiter = new AuthFailureLimiter({ points: 2, duration: 60 });
+    const { srv, verifier } = await start(limiter);
+    let open!: () => void;
+    verifier.gate = new Promise((r) => (open = r));
+    // Concurrently: as many valid keys as the budget, plus a failing store, all in flight at once.
+    const inFlight = Promise.all([
+      send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } }),
+      send(srv.port, '/a', { headers: { 'X-API-Key': 'down' } }),
+    ]);
+    await eventually(async () => verifier.seen.length === 2, 5000);
+    open();
+    assert.deepEqual(
+      (await inFlight).map((r) => r.status),
+      [200, 500],
+    );
+    verifier.gate = null;
+    for (let i = 0; i < 5; i++)
+      assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } })).status, 200);
+    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })).status, 401);
+    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })).status, 401);
+    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })).status, 429);
   });
 
   test('bad keys use up the address budget; then 429 with Retry-After and no lookup at all', async () => {
