@@ -15,6 +15,7 @@ import { createAuthenticate } from './steps/authenticate.js';
 import { createBodyLimit } from './steps/body-limit.js';
 import { createErrorHandler } from './steps/error-handler.js';
 import { createForward } from './steps/forward.js';
+import { createMessageGuard } from './steps/message-guard.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
 import { createRateLimit } from './steps/rate-limit.js';
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
   });
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
+  const matchRoute = createRouteMatcher(config.routes);
   const { noteKeyInUrl, checkAndNoteKeyInUrl } = createKeyInUrlNotes({
     checkUrlForKey,
     authFailures,
@@ -82,13 +84,14 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         metrics,
       }),
       createSecurityHeaders(),
+      createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),
       createOwnEndpoints({ ready: deps.ready, checkAndNoteKeyInUrl }),
       createTransportGuard({
         requireHttps: config.server.requireHttps,
         refuseBrowserRequests: config.browser.refuseBrowserRequests,
         checkAndNoteKeyInUrl,
       }),
-      createRouteMatch({ matchRoute: createRouteMatcher(config.routes), checkAndNoteKeyInUrl }),
+      createRouteMatch({ matchRoute, checkAndNoteKeyInUrl }),
       createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl }),
       createAuthenticate({
         verifier: deps.verifier,
