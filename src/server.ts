@@ -16,6 +16,7 @@ import { KeyVerifier } from './auth/verify.js';
 import { rawErrorResponse, safeMessage, type ErrorCode } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
+import { securityHeaderSet } from './http/steps/security-headers.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { childCache, createMetrics, type GatewayMetrics } from './observability/metrics.js';
@@ -319,10 +320,15 @@ function createGatewayServer(
   server.on('checkContinue', app);
   // Requests Node's parser refuses (smuggling shapes, bad bytes), oversized headers and slow
   // clients get the spec's error body too, and the connection is closed.
+  // Answers written to the socket are gateway-made too: the full set of security headers (HSTS
+  // when the gateway terminates TLS itself; a trusted X-Forwarded-Proto cannot be read here).
+  const security = securityHeaderSet();
+  const rawHeaders = s.tls && security.hsts ? [...security.common, security.hsts] : security.common;
+  const rawWithAllow = [...rawHeaders, ['Allow', RAW_ALLOW] as const];
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
     const code = clientErrorCode(err);
-    const headers = code === 'METHOD_NOT_ALLOWED' ? [['Allow', RAW_ALLOW] as const] : [];
+    const headers = code === 'METHOD_NOT_ALLOWED' ? rawWithAllow : rawHeaders;
     // Write, then destroy: a half-closed socket could stay open while a slow client keeps sending.
     socket.end(rawErrorResponse(code, headers), () => socket.destroy());
   });
@@ -330,7 +336,7 @@ function createGatewayServer(
   // socket without a word). The gateway opens no tunnels: 405 in the spec's shape, then close.
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
     if (!socket.writable) return void socket.destroy();
-    socket.end(rawErrorResponse('METHOD_NOT_ALLOWED', [['Allow', RAW_ALLOW]]), () => socket.destroy());
+    socket.end(rawErrorResponse('METHOD_NOT_ALLOWED', rawWithAllow), () => socket.destroy());
   });
   return server;
 }

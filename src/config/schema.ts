@@ -218,6 +218,17 @@ export const configSchema = z
       .object({ paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS) })
       .strict()
       .default({}),
+    securityHeaders: z
+      .object({
+        /**
+         * The gateway's security headers on proxied answers: `fill` adds those the upstream did not
+         * set, `override` replaces the upstream's, `off` adds none. Gateway-made answers always
+         * carry them all (HSTS only over HTTPS).
+         */
+        proxied: z.enum(['fill', 'override', 'off']).default('fill'),
+      })
+      .strict()
+      .default({}),
     browser: z
       .object({
         /** Refuse requests carrying browser markers (Origin, Sec-Fetch-Mode: cors) with 403. */

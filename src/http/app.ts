@@ -21,7 +21,7 @@ import { createOwnEndpoints } from './steps/own-endpoints.js';
 import { createRateLimit } from './steps/rate-limit.js';
 import { createRequestContext } from './steps/request-context.js';
 import { createRouteMatch } from './steps/route-match.js';
-import { createSecurityHeaders } from './steps/security-headers.js';
+import { createSecurityHeaders, securityHeaderSet } from './steps/security-headers.js';
 import { createTransportGuard } from './steps/transport-guard.js';
 import { createUrlKeyGuardStep } from './steps/url-key-guard.js';
 
@@ -57,6 +57,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         ? { secret: config.signing.secret, header: config.signing.header }
         : null,
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
+    securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
   });
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames);
   const matchRoute = createRouteMatcher(config.routes);
