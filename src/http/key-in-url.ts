@@ -10,7 +10,7 @@ export interface KeyInUrlOptions {
   /** The URL key guard (`createUrlKeyGuard(paramNames)`). */
   checkUrlForKey: (url: string) => UrlKeyCheck;
   /** Per-address failed-authentication budget; `null` when disabled. */
-  authFailures: Pick<AuthFailureLimiter, 'reserve'> | null;
+  authFailures: Pick<AuthFailureLimiter, 'tryRecordFailure'> | null;
   /** `gateway_auth_failures_total`: counted with reason `key_in_url`. */
   failureCounter: Pick<Counter<'reason'>, 'labels'>;
   /** A URL carried something key-like (exposed-key handling); called after the failure is recorded. */
@@ -19,11 +19,11 @@ export interface KeyInUrlOptions {
 
 export interface KeyInUrlNotes {
   /**
-   * A URL carried a key: never logged (`req.gw.keyInUrl`), counted as a failed authentication for
-   * the address (one slot of its budget, taken at once), and a valid key among the candidates is
-   * flagged exposed (in the background) — whatever the answer to the request is. Returns 0 when
-   * the failure was counted, else the seconds the address must wait (its budget is used: no slot
-   * taken, no exposure lookup). Never throws.
+   * A URL carried a key: never logged (`req.gw.keyInUrl`), counted at once as a failed
+   * authentication of the address, and a valid key among the candidates is flagged exposed (in the
+   * background) — whatever the answer to the request is. Returns 0 when the failure was counted,
+   * else the seconds the address must wait (its budget is used: nothing counted, no exposure
+   * lookup). Never throws.
    */
   noteKeyInUrl(req: IncomingMessage, candidates: string[]): number;
   /** Checks `req.url` with the guard and notes a key when one is found; true when found. */
@@ -47,9 +47,17 @@ export function createKeyInUrlNotes(opts: KeyInUrlOptions): KeyInUrlNotes {
     req.gw.keyInUrl = true;
     failuresBy('key_in_url').inc();
     // Check and count in one synchronous step: concurrent requests cannot all see a free slot.
-    const wait = authFailures ? authFailures.reserve(req.gw.clientIp) : 0;
+    const wait = authFailures ? authFailures.tryRecordFailure(req.gw.clientIp) : 0;
     // A blocked address gets no more store lookups for exposure checks either.
-    if (wait === 0 && onKeyInUrl) queueMicrotask(() => onKeyInUrl(candidates, req));
+    // After the answer is on its way; the exposure handler reports its own failures.
+    if (wait === 0 && onKeyInUrl)
+      queueMicrotask(() => {
+        try {
+          onKeyInUrl(candidates, req);
+        } catch {
+          // never thrown back into the request path (this runs outside it)
+        }
+      });
     return wait;
   }
   function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {

@@ -118,24 +118,24 @@ function toDecision(
 
 /** One address's failures in its current window. */
 interface FailureWindow {
-  /** Failures counted plus slots reserved by lookups still in flight. */
-  used: number;
+  failures: number;
   /** Date.now() at which the window ends and the count starts again from 0. */
   resetAt: number;
 }
 
 /**
  * Per-address budget of failed authentications (brute-force guard): `points` failures per address
- * in a fixed window of `duration` seconds that starts with the address's first reservation.
+ * in a fixed window of `duration` seconds that starts with the address's first failure.
  *
  * **Per process**, on purpose: checking it costs no round trip, and with N instances an attacker
  * gets at most N times the budget — still far below what guessing a 190-bit key needs.
  *
- * Exact per address, also while store lookups are in flight: a request *reserves* its failure slot
- * before the lookup (`reserve`, a synchronous check-and-count, so no two requests can take the
- * last slot) and gives it back when the key turns out valid (`release`). A lookup in flight holds
- * its slot, so an address at the edge of its budget may see 429 for a valid key while other
- * lookups of its own are pending — never more failures than the budget.
+ * Exact per address, also while store lookups are in flight: callers check `blockedFor` before a
+ * lookup and count with `tryRecordFailure` when the answer is decided, and that count is a
+ * synchronous check-and-increment, so however many lookups of one address are in flight, at most
+ * `points` of them are answered as failures; the rest must be answered 429. Valid keys never use
+ * the budget, so a burst of valid requests from one address (a sidecar's single peer) of any size
+ * is not refused.
  *
  * Windows live in an LRU of `maxAddresses` (least recently used evicted first): an address that
  * keeps failing stays recent, so a flood of other addresses cannot evict its count.
@@ -153,40 +153,34 @@ export class AuthFailureLimiter {
     this.windows = new LRUCache({ max: opts.maxAddresses ?? 100_000 });
   }
 
-  /**
-   * Takes one failure slot of `address` before its key is checked. Returns 0 when the slot was
-   * taken (the caller must `release` it unless the attempt fails), else the seconds to wait
-   * (`Retry-After`) and nothing was taken. Synchronous: check and count are one step.
-   */
-  reserve(address: string, now = Date.now()): number {
-    const w = this.current(address, now);
-    if (w.used >= this.points) return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
-    w.used++;
-    return 0;
-  }
-
-  /** Gives back a slot taken by `reserve` (the key was valid, or no answer about it was possible). */
-  release(address: string, now = Date.now()): void {
+  /** Seconds to wait when `address` has used its budget, else 0. Reads only. */
+  blockedFor(address: string, now = Date.now()): number {
     const w = this.windows.get(address);
-    if (w && w.resetAt > now && w.used > 0) w.used--;
-  }
-
-  /** Seconds to wait when `address` has used its budget, else 0. Reads only; takes nothing. */
-  async blockedFor(address: string, now = Date.now()): Promise<number> {
-    const w = this.windows.get(address);
-    if (!w || w.resetAt <= now || w.used < this.points) return 0;
+    if (!w || w.resetAt <= now || w.failures < this.points) return 0;
     return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
   }
 
-  /** Counts one failure for `address` without a reservation (even past the budget). */
-  async recordFailure(address: string, now = Date.now()): Promise<void> {
-    this.current(address, now).used++;
+  /**
+   * Counts one failure of `address` if its budget has room: 0 when counted (answer the failure),
+   * else the seconds to wait (answer 429 `Retry-After`; nothing counted). Check and count are one
+   * synchronous step, so two concurrent callers can never both take the last failure.
+   */
+  tryRecordFailure(address: string, now = Date.now()): number {
+    const w = this.current(address, now);
+    if (w.failures >= this.points) return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+    w.failures++;
+    return 0;
+  }
+
+  /** Counts one failure of `address` whatever its budget (e.g. to seed a test or import a ban). */
+  recordFailure(address: string, now = Date.now()): void {
+    this.current(address, now).failures++;
   }
 
   private current(address: string, now: number): FailureWindow {
     let w = this.windows.get(address);
     if (!w || w.resetAt <= now) {
-      w = { used: 0, resetAt: now + this.durationMs };
+      w = { failures: 0, resetAt: now + this.durationMs };
       this.windows.set(address, w);
     }
     return w;

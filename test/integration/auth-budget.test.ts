@@ -128,6 +128,34 @@ describe('failed-authentication budget under concurrency (Redis store)', () => {
     assert.equal(upstream.received.length, forwarded, 'nothing was forwarded');
   });
 
+  test('a burst of valid requests from one address (a sidecar’s only peer) is never refused, lookups in flight or not', async () => {
+    assert.ok((await t.gw.service.createCompany({ id: 'burst', tier: 'standard' })).ok);
+    const k = await t.gw.service.createKey('burst', {});
+    assert.ok(k.ok);
+    // A key this gateway has not cached yet, and Redis hanging: every request waits on its lookup.
+    let answered = 0;
+    const forwarded = upstream.received.length;
+    redis.pause();
+    const burst = Promise.all(
+      Array.from({ length: 4 * BUDGET }, () =>
+        sendFrom('127.0.0.16', t.port, '/notify/v1/x', { 'X-API-Key': k.value.key }).finally(
+          () => answered++,
+        ),
+      ),
+    );
+    try {
+      await eventually(
+        async () => (await seriesValue(t.gw.metrics.inflight)) + answered >= 4 * BUDGET,
+        10_000,
+      );
+    } finally {
+      redis.resume();
+    }
+    const answers = await burst;
+    assert.equal(count(answers, 200), 4 * BUDGET, JSON.stringify(answers.filter((a) => a.status !== 200)[0]));
+    assert.equal(upstream.received.length, forwarded + 4 * BUDGET);
+  });
+
   test('valid keys interleaved with unknown ones do not consume the budget', async () => {
     const from = '127.0.0.15';
     // Concurrently: 20 valid and 10 unknown (30 lookups in flight, within the budget).

@@ -113,11 +113,11 @@ describe('authenticate step', () => {
       assert.equal(r.status, 403);
       assert.deepEqual(r.json, { error: 'Forbidden', details: 'Company is not active' });
     }
-    assert.equal(await limiter.blockedFor('127.0.0.1'), 0);
-    assert.equal(limiter.reserve('127.0.0.1'), 0, 'the one slot is still free');
+    assert.equal(limiter.blockedFor('127.0.0.1'), 0);
+    assert.equal(limiter.tryRecordFailure('127.0.0.1'), 0, 'the one failure is still free');
   });
 
-  test('lookups in flight each hold a slot: a concurrent burst of bad keys gets exactly the budget of 401s', async () => {
+  test('lookups in flight: a concurrent burst of bad keys gets exactly the budget of 401s, the rest 429', async () => {
     const limiter = new AuthFailureLimiter({ points: 3, duration: 60 });
     const { srv, verifier } = await start(limiter);
     let open!: () => void;
@@ -125,36 +125,49 @@ describe('authenticate step', () => {
     const burst = Promise.all(
       Array.from({ length: 10 }, () => send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })),
     );
-    // Seven are refused while the first three lookups are still waiting.
-    await eventually(async () => srv.finished.length === 7, 5000);
-    assert.equal(verifier.seen.length, 3);
+    // All ten passed the check before their lookup: the budget is still untouched.
+    await eventually(async () => verifier.seen.length === 10, 5000);
     open();
     const answers = await burst;
     assert.deepEqual(answers.map((a) => a.status).sort(), [401, 401, 401, 429, 429, 429, 429, 429, 429, 429]);
+    for (const a of answers.filter((x) => x.status === 429)) assert.ok(Number(a.headers['retry-after']) >= 1);
   });
 
-  test('valid keys and store failures give their slot back; only failures use the budget', async () => {
+  test('valid keys never use the budget; one whose lookup outlived the budget is answered 429 too', async () => {
     const limiter = new AuthFailureLimiter({ points: 2, duration: 60 });
     const { srv, verifier } = await start(limiter);
     let open!: () => void;
     verifier.gate = new Promise((r) => (open = r));
-    // Concurrently: as many valid keys as the budget, plus a failing store, all in flight at once.
-    const inFlight = Promise.all([
-      send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } }),
-      send(srv.port, '/a', { headers: { 'X-API-Key': 'down' } }),
-    ]);
-    await eventually(async () => verifier.seen.length === 2, 5000);
+    // More valid keys in flight at once than the budget: none is refused.
+    const burst = Promise.all(
+      Array.from({ length: 6 }, () => send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } })),
+    );
+    await eventually(async () => verifier.seen.length === 6, 5000);
     open();
     assert.deepEqual(
-      (await inFlight).map((r) => r.status),
-      [200, 500],
+      (await burst).map((r) => r.status),
+      [200, 200, 200, 200, 200, 200],
     );
     verifier.gate = null;
-    for (let i = 0; i < 5; i++)
-      assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } })).status, 200);
-    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })).status, 401);
-    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })).status, 401);
-    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })).status, 429);
+    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'down' } })).status, 500);
+    assert.equal(limiter.blockedFor('127.0.0.1'), 0, 'neither valid keys nor a store failure counted');
+    // A valid key and two bad ones in flight together: the bad ones use the budget up, and the
+    // valid one, answered after them, must not stand out.
+    let release!: () => void;
+    verifier.gate = new Promise((r) => (release = r));
+    const mixed = [
+      send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } }),
+      send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } }),
+    ];
+    await eventually(async () => verifier.seen.length === 9, 5000);
+    const late = send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } });
+    await eventually(async () => verifier.seen.length === 10, 5000);
+    release();
+    assert.deepEqual(
+      (await Promise.all(mixed)).map((r) => r.status),
+      [401, 401],
+    );
+    assert.equal((await late).status, 429);
   });
 
   test('bad keys use up the address budget; then 429 with Retry-After and no lookup at all', async () => {

@@ -52,16 +52,16 @@ describe('URL key guard step', () => {
     assert.equal(srv.finished[0]?.error, 'KEY_IN_URL');
     assert.equal(srv.finished[0]?.keyInUrl, true);
     assert.equal(await seriesValue(metrics.authFailures, { reason: 'key_in_url' }), 1);
-    // Exactly one slot of five was used by that answer.
-    for (let i = 0; i < 4; i++) assert.equal(limiter.reserve('127.0.0.1'), 0);
-    assert.ok(limiter.reserve('127.0.0.1') > 0);
+    // Exactly one failure of five was counted by that answer.
+    for (let i = 0; i < 4; i++) assert.equal(limiter.tryRecordFailure('127.0.0.1'), 0);
+    assert.ok(limiter.tryRecordFailure('127.0.0.1') > 0);
   });
 
   test('an address over its failed-authentication budget gets 429 with Retry-After; no exposure lookup', async () => {
     const limiter = new AuthFailureLimiter({ points: 2, duration: 60 });
     const { srv, exposed } = await start(limiter);
-    await limiter.recordFailure('127.0.0.1');
-    await limiter.recordFailure('127.0.0.1');
+    limiter.recordFailure('127.0.0.1');
+    limiter.recordFailure('127.0.0.1');
     const r = await send(srv.port, '/notify/v1/x?token=abc');
     assert.equal(r.status, 429);
     assert.equal(
