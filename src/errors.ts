@@ -26,6 +26,11 @@ export const ERRORS = {
     details: 'API keys are for server-side use only; browser requests are refused',
   },
   NOT_FOUND: { status: 404, error: 'Not Found', details: 'No route matches this path' },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    error: 'Method Not Allowed',
+    details: 'This method is not allowed here; the Allow header lists the methods that are',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     error: 'Payload Too Large',
@@ -158,14 +163,20 @@ export function errorBody(code: ErrorCode, details?: string): Buffer {
 
 /**
  * A complete raw HTTP/1.1 error response, for answers written straight to a socket (parser errors,
- * header overflow, slow clients) where no response object exists. Always closes the connection.
+ * header overflow, slow clients, `CONNECT`) where no response object exists, with `headers` (e.g.
+ * the security headers, `Allow`) added as given. Always closes the connection.
  */
-export function rawErrorResponse(code: ErrorCode): string {
+export function rawErrorResponse(
+  code: ErrorCode,
+  headers: readonly (readonly [string, string])[] = [],
+): string {
   const e = ERRORS[code];
   const body = BODIES.get(code)!;
+  let extra = '';
+  for (const [name, value] of headers) extra += `${name}: ${value}\r\n`;
   return (
     `HTTP/1.1 ${e.status} ${e.error}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${body.length}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body.toString()}`
+    `Content-Length: ${body.length}\r\nCache-Control: no-store\r\n${extra}Connection: close\r\n\r\n${body.toString()}`
   );
 }
 

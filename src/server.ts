@@ -7,14 +7,16 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { AdminService } from './admin/service.js';
 import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
-import { rawErrorResponse, safeMessage } from './errors.js';
+import { rawErrorResponse, safeMessage, type ErrorCode } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
+import { securityHeaderSet } from './http/steps/security-headers.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import {
@@ -25,6 +27,7 @@ import {
   type KeyFileMetrics,
 } from './observability/metrics.js';
 import { createReadinessCheck } from './observability/readiness.js';
+import { methodRuleOf } from './proxy/routes.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
 import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
@@ -371,18 +374,50 @@ function createGatewayServer(
   server.on('checkContinue', app);
   // Requests Node's parser refuses (smuggling shapes, bad bytes), oversized headers and slow
   // clients get the spec's error body too, and the connection is closed.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+  // Answers written to the socket are gateway-made too: the full set of security headers (HSTS
+  // when the gateway terminates TLS itself; a trusted X-Forwarded-Proto cannot be read here).
+  const security = securityHeaderSet();
+  const rawHeaders = s.tls && security.hsts ? [...security.common, security.hsts] : security.common;
+  const rawWithAllow = [...rawHeaders, ['Allow', RAW_ALLOW] as const];
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-    const code =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? 'HEADERS_TOO_LARGE'
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'HPE_HEADERS_TIMEOUT'
-          ? 'REQUEST_TIMEOUT'
-          : 'BAD_REQUEST';
+    const code = clientErrorCode(err);
+    const headers = code === 'METHOD_NOT_ALLOWED' ? rawWithAllow : rawHeaders;
     // Write, then destroy: a half-closed socket could stay open while a slow client keeps sending.
-    socket.end(rawErrorResponse(code), () => socket.destroy());
+    socket.end(rawErrorResponse(code, headers), () => socket.destroy());
+  });
+  // CONNECT never reaches the app: Node hands it to this event (without a listener it closes the
+  // socket without a word). The gateway opens no tunnels: 405 in the spec's shape, then close.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    if (!socket.writable) return void socket.destroy();
+    socket.end(rawErrorResponse('METHOD_NOT_ALLOWED', rawWithAllow), () => socket.destroy());
   });
   return server;
+}
+
+/** `Allow` of the 405s written to the socket: no route is known there, so the default list. */
+const RAW_ALLOW = methodRuleOf({}).allow;
+
+/** A method token followed by a space: a request line whose method Node's parser does not know. */
+const UNKNOWN_METHOD_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32} /;
+
+/** The registry code of a request Node's parser refused. */
+function clientErrorCode(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): ErrorCode {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return 'HEADERS_TOO_LARGE';
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+    case 'HPE_HEADERS_TIMEOUT':
+      return 'REQUEST_TIMEOUT';
+    case 'HPE_INVALID_METHOD': {
+      // A well-formed method Node does not know (`TRACK`, a lowercase `trace`): 405, like `TRACE`.
+      // Anything else on the request line stays a malformed request.
+      const line = err.rawPacket?.subarray(0, 34).toString('latin1') ?? '';
+      return UNKNOWN_METHOD_LINE.test(line) ? 'METHOD_NOT_ALLOWED' : 'BAD_REQUEST';
+    }
+    default:
+      return 'BAD_REQUEST';
+  }
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { METHODS } from 'node:http';
 import { z } from 'zod';
 
 /** Header names are compared case-insensitively and `_`/`-` alike, so they are stored normalised. */
@@ -34,6 +35,21 @@ export const routeSchema = z.object({
   target: url,
   /** Overrides `upstream.timeoutMs` for this route. */
   timeoutMs: z.coerce.number().int().min(1).max(3_600_000).optional(),
+  /**
+   * Methods this route forwards (uppercase; `GET` implies `HEAD`); any other answers 405 with
+   * `Allow`. Default: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS.
+   */
+  methods: z
+    .array(
+      z
+        .string()
+        .regex(/^[A-Z][A-Z-]*$/, 'must be an uppercase method name such as GET')
+        .refine((m) => !['TRACE', 'TRACK', 'CONNECT'].includes(m), 'is always refused by the gateway')
+        .refine((m) => METHODS.includes(m), 'is not a method Node.js accepts'),
+    )
+    .min(1, 'list at least one method, or leave methods out')
+    .refine((l) => new Set(l).size === l.length, 'lists a method twice')
+    .optional(),
 });
 
 export const DEFAULT_TIERS = [
@@ -225,6 +241,17 @@ export const configSchema = z
           .min(1)
           .max(10_000)
           .default(DEFAULT_URL_GUARD_LIMITS.maxPathSegments),
+      })
+      .strict()
+      .default({}),
+    securityHeaders: z
+      .object({
+        /**
+         * The gateway's security headers on proxied answers: `fill` adds those the upstream did not
+         * set, `override` replaces the upstream's, `off` adds none. Gateway-made answers always
+         * carry them all (HSTS only over HTTPS).
+         */
+        proxied: z.enum(['fill', 'override', 'off']).default('fill'),
       })
       .strict()
       .default({}),

@@ -15,12 +15,13 @@ import { createAuthenticate } from './steps/authenticate.js';
 import { createBodyLimit } from './steps/body-limit.js';
 import { createErrorHandler } from './steps/error-handler.js';
 import { createForward } from './steps/forward.js';
+import { createMessageGuard } from './steps/message-guard.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
 import { createRateLimit } from './steps/rate-limit.js';
 import { createRequestContext } from './steps/request-context.js';
 import { createRouteMatch } from './steps/route-match.js';
-import { createSecurityHeaders } from './steps/security-headers.js';
+import { createSecurityHeaders, securityHeaderSet } from './steps/security-headers.js';
 import { createTransportGuard } from './steps/transport-guard.js';
 import { createUrlKeyGuardStep } from './steps/url-key-guard.js';
 
@@ -56,8 +57,10 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         ? { secret: config.signing.secret, header: config.signing.header }
         : null,
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
+    securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
   });
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames, config.urlKeyGuard);
+  const matchRoute = createRouteMatcher(config.routes);
   const { noteKeyInUrl, checkAndNoteKeyInUrl } = createKeyInUrlNotes({
     checkUrlForKey,
     authFailures,
@@ -82,14 +85,15 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         metrics,
       }),
       createSecurityHeaders(),
+      createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),
       createOwnEndpoints({ ready: deps.ready, checkAndNoteKeyInUrl }),
       createTransportGuard({
         requireHttps: config.server.requireHttps,
         refuseBrowserRequests: config.browser.refuseBrowserRequests,
         checkAndNoteKeyInUrl,
       }),
-      createRouteMatch({ matchRoute: createRouteMatcher(config.routes), checkAndNoteKeyInUrl }),
-      createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl, authFailures }),
+      createRouteMatch({ matchRoute, checkAndNoteKeyInUrl }),
+      createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl }),
       createAuthenticate({
         verifier: deps.verifier,
         authFailures,

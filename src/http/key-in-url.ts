@@ -10,7 +10,7 @@ export interface KeyInUrlOptions {
   /** The URL key guard (`createUrlKeyGuard(paramNames)`). */
   checkUrlForKey: (url: string) => UrlKeyCheck;
   /** Per-address failed-authentication budget; `null` when disabled. */
-  authFailures: Pick<AuthFailureLimiter, 'blockedFor' | 'recordFailure'> | null;
+  authFailures: Pick<AuthFailureLimiter, 'tryRecordFailure'> | null;
   /** `gateway_auth_failures_total`: counted with reason `key_in_url`. */
   failureCounter: Pick<Counter<'reason'>, 'labels'>;
   /** A URL carried something key-like (exposed-key handling); called after the failure is recorded. */
@@ -19,11 +19,13 @@ export interface KeyInUrlOptions {
 
 export interface KeyInUrlNotes {
   /**
-   * A URL carried a key: never logged (`req.gw.keyInUrl`), counted as a failed authentication for
-   * the address, and a valid key among the candidates is flagged exposed — whatever the answer to
-   * the request is. The bookkeeping runs in the background; this never throws.
+   * A URL carried a key: never logged (`req.gw.keyInUrl`), counted at once as a failed
+   * authentication of the address, and a valid key among the candidates is flagged exposed (in the
+   * background) — whatever the answer to the request is. Returns 0 when the failure was counted,
+   * else the seconds the address must wait (its budget is used: nothing counted, no exposure
+   * lookup). Never throws.
    */
-  noteKeyInUrl(req: IncomingMessage, candidates: string[]): void;
+  noteKeyInUrl(req: IncomingMessage, candidates: string[]): number;
   /** Checks `req.url` with the guard and notes a key when one is found; true when found. */
   checkAndNoteKeyInUrl(req: IncomingMessage): boolean;
 }
@@ -41,16 +43,22 @@ export function createKeyInUrlNotes(opts: KeyInUrlOptions): KeyInUrlNotes {
   const { checkUrlForKey, authFailures, onKeyInUrl } = opts;
   // Label child resolved on first use: the series appears once a key was seen in a URL.
   const failuresBy = childCache(opts.failureCounter);
-  function noteKeyInUrl(req: IncomingMessage, candidates: string[]): void {
+  function noteKeyInUrl(req: IncomingMessage, candidates: string[]): number {
     req.gw.keyInUrl = true;
     failuresBy('key_in_url').inc();
-    const ip = req.gw.clientIp;
-    void (async () => {
-      // A blocked address gets no more store lookups for exposure checks either.
-      if (authFailures && (await authFailures.blockedFor(ip)) > 0) return;
-      await authFailures?.recordFailure(ip);
-      onKeyInUrl?.(candidates, req);
-    })();
+    // Check and count in one synchronous step: concurrent requests cannot all see a free slot.
+    const wait = authFailures ? authFailures.tryRecordFailure(req.gw.clientIp) : 0;
+    // A blocked address gets no more store lookups for exposure checks either.
+    // After the answer is on its way; the exposure handler reports its own failures.
+    if (wait === 0 && onKeyInUrl)
+      queueMicrotask(() => {
+        try {
+          onKeyInUrl(candidates, req);
+        } catch {
+          // never thrown back into the request path (this runs outside it)
+        }
+      });
+    return wait;
   }
   function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {
     const found = checkUrlForKey(req.url ?? '');

@@ -16,7 +16,16 @@ export interface RouteProxyOptions {
   onProxyReq?: (proxyReq: ClientRequest, req: IncomingMessage) => void;
   /** Called once the upstream answered with headers, with the seconds it took. */
   onUpstreamResponse?: (req: IncomingMessage, seconds: number) => void;
+  /**
+   * The gateway's security headers (already set on the response, lowercase `names`) on the
+   * upstream's answer: `fill` keeps the upstream's own values and adds the others, `override`
+   * keeps the gateway's, `off` drops the gateway's. Default: `fill`.
+   */
+  securityHeaders?: { mode: SecurityHeadersMode; names: readonly string[] };
 }
+
+/** What happens to the gateway's security headers on a proxied answer (`securityHeaders.proxied`). */
+export type SecurityHeadersMode = 'fill' | 'override' | 'off';
 
 /**
  * http-proxy-middleware for one route, wired so that every failure is answered in the spec's shape:
@@ -62,6 +71,8 @@ function onFirstPipe(req: IncomingMessage, fn: (proxyReq: ClientRequest) => void
 function createRouteProxyMiddleware(
   opts: RouteProxyOptions,
 ): RequestHandler<IncomingMessage, ServerResponse> {
+  const securityMode = opts.securityHeaders?.mode ?? 'fill';
+  const securityNames = opts.securityHeaders?.names ?? [];
   return createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: opts.target,
     changeOrigin: true,
@@ -119,12 +130,13 @@ function createRouteProxyMiddleware(
         }
       },
       // Runs before http-proxy copies the upstream's headers to the client response.
-      proxyRes(proxyRes, req) {
+      proxyRes(proxyRes, req, res) {
         // Connection handling is between the client and the gateway: the upstream's hop-by-hop
         // headers stay here (RFC 9110 §7.6.1; http-proxy copies proxyRes.headers after this
         // event), and a client that asked to close gets its connection closed.
         scrubResponseHeaders(proxyRes.headers);
         proxyRes.headers.connection = req.gw.clientClose ? 'close' : 'keep-alive';
+        applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
       },
       error(err, req, res) {
         const r = res as ServerResponse | Socket;
@@ -148,6 +160,23 @@ function createRouteProxyMiddleware(
       },
     },
   });
+}
+
+/**
+ * The gateway's security headers on an upstream answer, before http-proxy copies the upstream's
+ * headers onto `res` (where the security-headers step set the gateway's). That copy overwrites, so
+ * `fill` needs no work: a header the upstream set replaces the gateway's, the others stay.
+ * `override` takes the upstream's copies out first; `off` removes the gateway's that the upstream
+ * did not replace. A loop over a fixed list, no allocation.
+ */
+function applySecurityHeaders(
+  mode: SecurityHeadersMode,
+  names: readonly string[],
+  upstream: IncomingMessage['headers'],
+  res: ServerResponse,
+): void {
+  if (mode === 'override') for (const name of names) delete upstream[name];
+  else if (mode === 'off') for (const name of names) if (upstream[name] === undefined) res.removeHeader(name);
 }
 
 /**

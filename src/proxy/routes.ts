@@ -67,3 +67,53 @@ export function isSafeRequestPath(path: string): boolean {
     d.endsWith('/..')
   );
 }
+
+/**
+ * Methods the gateway never forwards, whatever the route: `TRACE` and `TRACK` echo the request
+ * back, headers the gateway added (company id, signature) included; `CONNECT` asks for a tunnel.
+ */
+export const REFUSED_METHODS: ReadonlySet<string> = new Set(['TRACE', 'TRACK', 'CONNECT']);
+
+/** What a route without its own `methods` list forwards. */
+export const DEFAULT_ROUTE_METHODS: readonly string[] = [
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+];
+
+/** Which methods a route forwards, and the `Allow` header value of its 405 answers. */
+export interface MethodRule {
+  allows(method: string): boolean;
+  /** `Allow` header value: the methods in config order, `HEAD` after `GET` when implied. */
+  allow: string;
+}
+
+const rules = new WeakMap<object, MethodRule>();
+
+/**
+ * The method rule of a route (computed once per route object): its `methods` list, or
+ * `DEFAULT_ROUTE_METHODS` without one. `GET` implies `HEAD` (a HEAD is a GET without the body,
+ * RFC 9110 §9.3.2). `REFUSED_METHODS` are never allowed, even when listed.
+ *
+ * @example
+ * methodRuleOf({ prefix: '/a', methods: ['GET', 'POST'] }).allow // 'GET, HEAD, POST'
+ */
+export function methodRuleOf(route: { methods?: readonly string[] | undefined }): MethodRule {
+  let rule = rules.get(route);
+  if (rule) return rule;
+  const listed = route.methods ?? DEFAULT_ROUTE_METHODS;
+  const methods: string[] = [];
+  for (const m of listed) {
+    if (REFUSED_METHODS.has(m) || methods.includes(m)) continue;
+    methods.push(m);
+    if (m === 'GET' && !listed.includes('HEAD')) methods.push('HEAD');
+  }
+  const set = new Set(methods);
+  rule = { allows: (method) => set.has(method), allow: methods.join(', ') };
+  rules.set(route, rule);
+  return rule;
+}

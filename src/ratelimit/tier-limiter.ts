@@ -145,30 +145,73 @@ function toDecision(
   };
 }
 
+/** One address's failures in its current window. */
+interface FailureWindow {
+  failures: number;
+  /** Date.now() at which the window ends and the count starts again from 0. */
+  resetAt: number;
+}
+
 /**
- * Per-address limiter of failed authentications (brute-force guard). Kept in process memory on
- * purpose: checking it costs no round trip, and with N instances an attacker gets at most N times
- * the budget — still far below what guessing a 190-bit key needs.
+ * Per-address budget of failed authentications (brute-force guard): `points` failures per address
+ * in a fixed window of `duration` seconds that starts with the address's first failure.
+ *
+ * **Per process**, on purpose: checking it costs no round trip, and with N instances an attacker
+ * gets at most N times the budget — still far below what guessing a 190-bit key needs.
+ *
+ * Exact per address, also while store lookups are in flight: callers check `blockedFor` before a
+ * lookup and count with `tryRecordFailure` when the answer is decided, and that count is a
+ * synchronous check-and-increment, so however many lookups of one address are in flight, at most
+ * `points` of them are answered as failures; the rest must be answered 429. Valid keys never use
+ * the budget, so a burst of valid requests from one address (a sidecar's single peer) of any size
+ * is not refused.
+ *
+ * Windows live in an LRU of `maxAddresses` (least recently used evicted first): an address that
+ * keeps failing stays recent, so a flood of other addresses cannot evict its count.
  */
 export class AuthFailureLimiter {
-  private readonly limiter: RateLimiterMemory;
-  /** Addresses with a failure in the current window: every other address skips the limiter. */
-  private readonly failing: LRUCache<string, true>;
-  constructor(private readonly opts: { points: number; duration: number }) {
-    this.limiter = new RateLimiterMemory({ points: opts.points, duration: opts.duration });
-    this.failing = new LRUCache({ max: 100_000, ttl: opts.duration * 1000 });
+  private readonly windows: LRUCache<string, FailureWindow>;
+  private readonly points: number;
+  private readonly durationMs: number;
+  constructor(opts: { points: number; duration: number; maxAddresses?: number }) {
+    if (!Number.isInteger(opts.points) || opts.points < 1)
+      throw new TypeError('points must be a positive integer');
+    if (!(opts.duration > 0)) throw new TypeError('duration must be a positive number of seconds');
+    this.points = opts.points;
+    this.durationMs = opts.duration * 1000;
+    this.windows = new LRUCache({ max: opts.maxAddresses ?? 100_000 });
   }
 
-  /** Seconds to wait when `address` has used its failures, else 0. */
-  async blockedFor(address: string): Promise<number> {
-    if (!this.failing.has(address)) return 0;
-    const res = await this.limiter.get(address);
-    if (!res || res.consumedPoints < this.opts.points) return 0;
-    return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  /** Seconds to wait when `address` has used its budget, else 0. Reads only. */
+  blockedFor(address: string, now = Date.now()): number {
+    const w = this.windows.get(address);
+    if (!w || w.resetAt <= now || w.failures < this.points) return 0;
+    return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
   }
 
-  async recordFailure(address: string): Promise<void> {
-    this.failing.set(address, true);
-    await this.limiter.penalty(address, 1);
+  /**
+   * Counts one failure of `address` if its budget has room: 0 when counted (answer the failure),
+   * else the seconds to wait (answer 429 `Retry-After`; nothing counted). Check and count are one
+   * synchronous step, so two concurrent callers can never both take the last failure.
+   */
+  tryRecordFailure(address: string, now = Date.now()): number {
+    const w = this.current(address, now);
+    if (w.failures >= this.points) return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+    w.failures++;
+    return 0;
+  }
+
+  /** Counts one failure of `address` whatever its budget (e.g. to seed a test or import a ban). */
+  recordFailure(address: string, now = Date.now()): void {
+    this.current(address, now).failures++;
+  }
+
+  private current(address: string, now: number): FailureWindow {
+    let w = this.windows.get(address);
+    if (!w || w.resetAt <= now) {
+      w = { failures: 0, resetAt: now + this.durationMs };
+      this.windows.set(address, w);
+    }
+    return w;
   }
 }

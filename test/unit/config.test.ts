@@ -103,6 +103,26 @@ unknownKey: 1
     assert.ok(!list.ok && list.problems[0]!.includes('mapping'));
   });
 
+  test('routes[].methods: uppercase methods Node accepts, no duplicates, never TRACE/TRACK/CONNECT', () => {
+    const ok = validateConfig({
+      routes: [{ prefix: '/a', target: 'http://x', methods: ['GET', 'PROPFIND'] }],
+    });
+    assert.ok(ok.ok);
+    assert.deepEqual(ok.config.routes[0]!.methods, ['GET', 'PROPFIND']);
+    const bad = (methods: unknown) => {
+      const r = validateConfig({ routes: [{ prefix: '/a', target: 'http://x', methods } as never] });
+      assert.equal(r.ok, false, JSON.stringify(methods));
+      return r.ok ? '' : r.problems.join('\n');
+    };
+    assert.match(bad(['get']), /routes\.0\.methods\.0.*uppercase method/);
+    assert.match(bad(['GET', 'TRACE']), /routes\.0\.methods\.1.*always refused/);
+    assert.match(bad(['CONNECT']), /always refused/);
+    assert.match(bad(['FETCH']), /not a method Node\.js accepts/);
+    assert.match(bad(['GET', 'GET']), /twice/);
+    assert.match(bad([]), /at least one method/);
+    assert.match(bad('GET'), /routes\.0\.methods/);
+  });
+
   test('cross-field rules: duplicate prefixes, trusted header names, signing secret', () => {
     const r = validateConfig({
       routes: [

@@ -6,7 +6,7 @@ import { createAuthenticate } from '../../src/http/steps/authenticate.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { AuthFailureLimiter } from '../../src/ratelimit/tier-limiter.js';
 import type { KeyRecord } from '../../src/store/types.js';
-import { send } from '../helpers/http.js';
+import { eventually, send } from '../helpers/http.js';
 import { serveStep, seriesValue, testCompany, testKey, type StepServer } from '../helpers/step-server.js';
 
 const servers: StepServer[] = [];
@@ -17,8 +17,11 @@ function fixedVerifier(answers: Record<string, Verification | Error>) {
   const seen: unknown[] = [];
   return {
     seen,
+    /** While set, every lookup waits for it (lookups in flight). */
+    gate: null as Promise<void> | null,
     async verify(header: unknown): Promise<Verification> {
       seen.push(header);
+      if (this.gate) await this.gate;
       const a = answers[String(header)];
       if (a === undefined) return { ok: false, code: 'MISSING_KEY', reason: 'missing' };
       if (a instanceof Error) throw a;
@@ -110,7 +113,61 @@ describe('authenticate step', () => {
       assert.equal(r.status, 403);
       assert.deepEqual(r.json, { error: 'Forbidden', details: 'Company is not active' });
     }
-    assert.equal(await limiter.blockedFor('127.0.0.1'), 0);
+    assert.equal(limiter.blockedFor('127.0.0.1'), 0);
+    assert.equal(limiter.tryRecordFailure('127.0.0.1'), 0, 'the one failure is still free');
+  });
+
+  test('lookups in flight: a concurrent burst of bad keys gets exactly the budget of 401s, the rest 429', async () => {
+    const limiter = new AuthFailureLimiter({ points: 3, duration: 60 });
+    const { srv, verifier } = await start(limiter);
+    let open!: () => void;
+    verifier.gate = new Promise((r) => (open = r));
+    const burst = Promise.all(
+      Array.from({ length: 10 }, () => send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } })),
+    );
+    // All ten passed the check before their lookup: the budget is still untouched.
+    await eventually(async () => verifier.seen.length === 10, 5000);
+    open();
+    const answers = await burst;
+    assert.deepEqual(answers.map((a) => a.status).sort(), [401, 401, 401, 429, 429, 429, 429, 429, 429, 429]);
+    for (const a of answers.filter((x) => x.status === 429)) assert.ok(Number(a.headers['retry-after']) >= 1);
+  });
+
+  test('valid keys never use the budget; one whose lookup outlived the budget is answered 429 too', async () => {
+    const limiter = new AuthFailureLimiter({ points: 2, duration: 60 });
+    const { srv, verifier } = await start(limiter);
+    let open!: () => void;
+    verifier.gate = new Promise((r) => (open = r));
+    // More valid keys in flight at once than the budget: none is refused.
+    const burst = Promise.all(
+      Array.from({ length: 6 }, () => send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } })),
+    );
+    await eventually(async () => verifier.seen.length === 6, 5000);
+    open();
+    assert.deepEqual(
+      (await burst).map((r) => r.status),
+      [200, 200, 200, 200, 200, 200],
+    );
+    verifier.gate = null;
+    assert.equal((await send(srv.port, '/a', { headers: { 'X-API-Key': 'down' } })).status, 500);
+    assert.equal(limiter.blockedFor('127.0.0.1'), 0, 'neither valid keys nor a store failure counted');
+    // A valid key and two bad ones in flight together: the bad ones use the budget up, and the
+    // valid one, answered after them, must not stand out.
+    let release!: () => void;
+    verifier.gate = new Promise((r) => (release = r));
+    const mixed = [
+      send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } }),
+      send(srv.port, '/a', { headers: { 'X-API-Key': 'unknown' } }),
+    ];
+    await eventually(async () => verifier.seen.length === 9, 5000);
+    const late = send(srv.port, '/a', { headers: { 'X-API-Key': 'good' } });
+    await eventually(async () => verifier.seen.length === 10, 5000);
+    release();
+    assert.deepEqual(
+      (await Promise.all(mixed)).map((r) => r.status),
+      [401, 401],
+    );
+    assert.equal((await late).status, 429);
   });
 
   test('bad keys use up the address budget; then 429 with Retry-After and no lookup at all', async () => {

@@ -15,7 +15,11 @@ async function start() {
     checked.push(req.url ?? '');
     return true;
   };
-  const matchRoute = createRouteMatcher([{ prefix: '/notify/v1' }, { prefix: '/notify/v1/admin' }]);
+  const matchRoute = createRouteMatcher([
+    { prefix: '/notify/v1' },
+    { prefix: '/notify/v1/admin' },
+    { prefix: '/ro', methods: ['GET'] },
+  ]);
   const srv = await serveStep(createRouteMatch({ matchRoute, checkAndNoteKeyInUrl }));
   servers.push(srv);
   return { srv, checked };
@@ -53,6 +57,34 @@ describe('route match step', () => {
         ['-', 'NOT_FOUND'],
         ['-', 'NOT_FOUND'],
         ['-', 'NOT_FOUND'],
+      ],
+    );
+  });
+
+  test('a method the route does not forward: 405 with Allow, the route recorded, the URL checked for a key', async () => {
+    const { srv, checked } = await start();
+    const post = await send(srv.port, '/ro/x?token=1', { method: 'POST', body: '{}' });
+    assert.equal(post.status, 405);
+    assert.deepEqual(post.json, {
+      error: 'Method Not Allowed',
+      details: 'This method is not allowed here; the Allow header lists the methods that are',
+    });
+    assert.equal(post.headers.allow, 'GET, HEAD');
+    const prop = await send(srv.port, '/notify/v1/x', { method: 'PROPFIND' });
+    assert.equal(prop.status, 405, 'a route without a list: the default methods only');
+    assert.equal(prop.headers.allow, 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+    assert.equal((await send(srv.port, '/ro/x', { method: 'HEAD' })).status, 200, 'GET implies HEAD');
+    assert.equal((await send(srv.port, '/notify/v1/x', { method: 'DELETE' })).status, 200);
+    assert.deepEqual(
+      srv.reached.map((r) => r.method),
+      ['HEAD', 'DELETE'],
+    );
+    assert.deepEqual(checked, ['/ro/x?token=1', '/notify/v1/x']);
+    assert.deepEqual(
+      srv.finished.slice(0, 2).map((s) => [s?.route, s?.error]),
+      [
+        ['/ro', 'METHOD_NOT_ALLOWED'],
+        ['/notify/v1', 'METHOD_NOT_ALLOWED'],
       ],
     );
   });

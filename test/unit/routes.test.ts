@@ -1,11 +1,30 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createRouteMatcher, isSafeRequestPath } from '../../src/proxy/routes.js';
+import { createRouteMatcher, isSafeRequestPath, methodRuleOf } from '../../src/proxy/routes.js';
 import {
   createHeaderScrubber,
   normaliseHeaderName,
   scrubResponseHeaders,
 } from '../../src/proxy/trusted-headers.js';
+
+describe('route method rules', () => {
+  test('the default list, GET implying HEAD, config order kept, refused methods never allowed', () => {
+    assert.equal(methodRuleOf({}).allow, 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+    const ro = methodRuleOf({ methods: ['POST', 'GET'] });
+    assert.equal(ro.allow, 'POST, GET, HEAD');
+    assert.ok(ro.allows('HEAD') && ro.allows('GET') && ro.allows('POST'));
+    assert.ok(!ro.allows('PUT') && !ro.allows('get') && !ro.allows('OPTIONS'));
+    assert.equal(methodRuleOf({ methods: ['HEAD', 'GET'] }).allow, 'HEAD, GET');
+    const odd = methodRuleOf({ methods: ['TRACE', 'PROPFIND', 'CONNECT'] });
+    assert.equal(odd.allow, 'PROPFIND');
+    assert.ok(!odd.allows('TRACE') && !odd.allows('CONNECT'));
+    for (const m of ['TRACE', 'TRACK', 'CONNECT']) assert.ok(!methodRuleOf({}).allows(m), m);
+  });
+  test('computed once per route object', () => {
+    const route = { methods: ['GET'] };
+    assert.equal(methodRuleOf(route), methodRuleOf(route));
+  });
+});
 
 describe('route matching', () => {
   const match = createRouteMatcher([

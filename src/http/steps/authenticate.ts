@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Counter } from 'prom-client';
 import type { KeyVerifier } from '../../auth/verify.js';
 import { childCache } from '../../observability/metrics.js';
@@ -11,7 +11,7 @@ export interface AuthenticateOptions {
   /** Checks the `X-API-Key` header value (format, record, company). */
   verifier: Pick<KeyVerifier, 'verify'>;
   /** Per-address failed-authentication budget; `null` when disabled. */
-  authFailures: Pick<AuthFailureLimiter, 'blockedFor' | 'recordFailure'> | null;
+  authFailures: Pick<AuthFailureLimiter, 'blockedFor' | 'tryRecordFailure'> | null;
   /** `gateway_auth_failures_total`, counted by deny reason. */
   failureCounter: Pick<Counter<'reason'>, 'labels'>;
   /** An expired key was presented (audit). */
@@ -19,11 +19,14 @@ export interface AuthenticateOptions {
 }
 
 /**
- * Step 7, `X-API-Key` → key record → company, setting `req.gw.key` and `req.gw.company`. An address
- * over its failed-authentication budget → 429 `AUTH_RATE_LIMITED` with `Retry-After` (no lookup);
- * a denial → the verifier's code (401 `MISSING_KEY`/`INVALID_KEY`, 403 company codes), and a
- * missing or invalid key counts against the address. A verifier that throws (store unavailable)
- * goes to the error handler. Needs `req.gw`.
+ * Step 8, `X-API-Key` → key record → company, setting `req.gw.key` and `req.gw.company`. An address
+ * that has used its failed-authentication budget → 429 `AUTH_RATE_LIMITED` with `Retry-After`, no
+ * lookup. A missing or invalid key is counted in the same synchronous step that picks its answer:
+ * 401 while the budget has room, else 429 — so at most `points` answers of 401 per address and
+ * window however many lookups are in flight (INVARIANTS #7). Any other outcome (valid key, 403
+ * company codes) is answered 429 too once the budget ran out during its lookup, so a burst cannot
+ * tell a valid guess apart; valid keys never use the budget. A verifier that throws (store
+ * unavailable) goes to the error handler, uncounted. Needs `req.gw`.
  *
  * @example
  * const authenticate = createAuthenticate({ verifier, authFailures, failureCounter: metrics.authFailures });
@@ -31,26 +34,35 @@ export interface AuthenticateOptions {
 export function createAuthenticate(opts: AuthenticateOptions): RequestHandler {
   assertFunction(opts.verifier?.verify, 'verifier.verify');
   assertFunction(opts.failureCounter?.labels, 'failureCounter.labels');
-  if (opts.authFailures !== null) assertFunction(opts.authFailures?.blockedFor, 'authFailures.blockedFor');
+  if (opts.authFailures !== null) {
+    assertFunction(opts.authFailures?.blockedFor, 'authFailures.blockedFor');
+    assertFunction(opts.authFailures?.tryRecordFailure, 'authFailures.tryRecordFailure');
+  }
   const { verifier, authFailures, onKeyExpired } = opts;
   const failuresBy = childCache(opts.failureCounter);
+  const refuse = (req: Request, res: Response, wait: number): void => {
+    res.setHeader('Retry-After', String(wait));
+    req.gw.denyReason = 'auth_failures';
+    deny(req, res, 'AUTH_RATE_LIMITED');
+  };
   return async function authenticate(req, res, next) {
     const st = req.gw;
-    if (authFailures) {
-      const wait = await authFailures.blockedFor(st.clientIp);
-      if (wait > 0) {
-        res.setHeader('Retry-After', String(wait));
-        st.denyReason = 'auth_failures';
-        return deny(req, res, 'AUTH_RATE_LIMITED');
-      }
-    }
+    const before = authFailures ? authFailures.blockedFor(st.clientIp) : 0;
+    if (before > 0) return refuse(req, res, before);
     const result = await verifier.verify(req.headers['x-api-key']);
+    // From here to the answer is one synchronous step: the count decides the status, and no
+    // other request of the address can slip in between (the check above was before an await).
+    if (!result.ok && (result.code === 'MISSING_KEY' || result.code === 'INVALID_KEY')) {
+      const wait = authFailures ? authFailures.tryRecordFailure(st.clientIp) : 0;
+      if (wait > 0) return refuse(req, res, wait);
+    } else {
+      const wait = authFailures ? authFailures.blockedFor(st.clientIp) : 0;
+      if (wait > 0) return refuse(req, res, wait);
+    }
     if (!result.ok) {
       st.denyReason = result.reason;
       failuresBy(result.reason).inc();
       if (result.reason === 'expired' && result.key) onKeyExpired?.(result.key);
-      if (result.code === 'MISSING_KEY' || result.code === 'INVALID_KEY')
-        await authFailures?.recordFailure(st.clientIp);
       return deny(req, res, result.code);
     }
     st.key = result.key;

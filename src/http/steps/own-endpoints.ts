@@ -11,7 +11,7 @@ export interface OwnEndpointsOptions {
 }
 
 /**
- * Step 3, the gateway's own endpoints, no key needed: `GET|HEAD /healthz` answers 200
+ * Step 4, the gateway's own endpoints, no key needed: `GET|HEAD /healthz` answers 200
  * `{status: 'ok'}`; `GET|HEAD /readyz` answers 200 `{status: 'ready', checks}` or 503
  * `{status: 'not ready', checks}`. Any other request goes on. A rejected `ready()` goes to the
  * error handler.

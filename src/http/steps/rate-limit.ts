@@ -13,7 +13,7 @@ export interface RateLimitOptions {
 }
 
 /**
- * Step 8, the company's tier limit: sets `RateLimit-Limit`, `RateLimit-Remaining` and
+ * Step 9, the company's tier limit: sets `RateLimit-Limit`, `RateLimit-Remaining` and
  * `RateLimit-Reset` on every answer from here on; over the limit → 429 `RATE_LIMITED` with
  * `Retry-After`. A limiter that throws (policy `closed`) goes to the error handler. Needs
  * `req.gw.company` (set by authenticate); requests refused before it consumed nothing.

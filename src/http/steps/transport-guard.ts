@@ -15,7 +15,7 @@ export interface TransportGuardOptions {
 }
 
 /**
- * Step 4, transport rules: an unsafe path (dot segments, `//`, backslash, NUL, absolute-form) →
+ * Step 5, transport rules: an unsafe path (dot segments, `//`, backslash, NUL, absolute-form) →
  * 400 `BAD_REQUEST` (connection closed); plain HTTP when HTTPS is required → 403 `HTTPS_REQUIRED`;
  * a browser caller when refused → 403 `BROWSER_REQUEST`. Needs `req.gw`.
  *
