@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createExpiryAuditor } from '../../src/admin/expiry-audit.js';
-import { AdminService } from '../../src/admin/service.js';
-import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import type { AuditEntry, KeyRecord } from '../../src/store/types.js';
+import { createExpiryAuditor } from '../../../src/admin/expiry-audit.js';
+import { AdminService } from '../../../src/admin/service.js';
+import { MemoryKeyStore } from '../../../src/store/memory-store.js';
+import type { AuditEntry, KeyRecord } from '../../../src/store/types.js';
 
 function record(id: string): KeyRecord {
   return {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AdminService } from '../../src/admin/service.js';
-import { hashApiKey } from '../../src/auth/api-key.js';
-import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import type { AuditEntry } from '../../src/store/types.js';
+import { AdminService } from '../../../src/admin/service.js';
+import { hashApiKey } from '../../../src/auth/api-key.js';
+import { MemoryKeyStore } from '../../../src/store/memory-store.js';
+import type { AuditEntry } from '../../../src/store/types.js';
 
 function setup() {
   let now = Date.parse('2026-01-01T00:00:00Z');
@@ -116,7 +116,7 @@ describe('AdminService', () => {
   });
 
   test('the file store answers writes with a clear 409', async () => {
-    const { FileKeyStore } = await import('../../src/store/file-store.js');
+    const { FileKeyStore } = await import('../../../src/store/file-store.js');
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');

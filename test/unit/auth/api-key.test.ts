@@ -7,7 +7,7 @@ import {
   hashApiKey,
   KEY_LIKE_PATTERN,
   parseApiKey,
-} from '../../src/auth/api-key.js';
+} from '../../../src/auth/api-key.js';
 
 const strict = { maxLength: 256, acceptLegacy: false };
 

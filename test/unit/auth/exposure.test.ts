@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AdminService } from '../../src/admin/service.js';
-import { generateApiKey } from '../../src/auth/api-key.js';
-import { createExposedKeyHandler } from '../../src/auth/exposure.js';
-import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
-import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import { RedisKeyStore } from '../../src/store/redis-store.js';
-import type { AuditEntry } from '../../src/store/types.js';
-import { startRedis } from '../helpers/redis.js';
+import { AdminService } from '../../../src/admin/service.js';
+import { generateApiKey } from '../../../src/auth/api-key.js';
+import { createExposedKeyHandler } from '../../../src/auth/exposure.js';
+import { createRedisClient, waitForReady } from '../../../src/redis/connection.js';
+import { MemoryKeyStore } from '../../../src/store/memory-store.js';
+import { RedisKeyStore } from '../../../src/store/redis-store.js';
+import type { AuditEntry } from '../../../src/store/types.js';
+import { startRedis } from '../../helpers/redis.js';
 
 const keyFormat = { maxLength: 128, acceptLegacy: false };
 

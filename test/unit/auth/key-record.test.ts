@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { displayPrefixOf, hashApiKey, parseApiKey } from '../../src/auth/api-key.js';
-import { createKeyRecord } from '../../src/auth/key-record.js';
-import { ID_PATTERN } from '../../src/store/types.js';
+import { displayPrefixOf, hashApiKey, parseApiKey } from '../../../src/auth/api-key.js';
+import { createKeyRecord } from '../../../src/auth/key-record.js';
+import { ID_PATTERN } from '../../../src/store/types.js';
 
 const input = {
   companyId: 'acme',

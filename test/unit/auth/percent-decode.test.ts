@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { percentDecode } from '../../src/auth/percent-decode.js';
+import { percentDecode } from '../../../src/auth/percent-decode.js';
 
 /** decodeURIComponent, or null where it throws. */
 function reference(s: string): string | null {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { generateApiKey } from '../../src/auth/api-key.js';
-import { createUrlKeyGuard, normaliseParamName } from '../../src/auth/url-key-guard.js';
-import { DEFAULT_URL_KEY_PARAMS } from '../../src/config/schema.js';
+import { generateApiKey } from '../../../src/auth/api-key.js';
+import { createUrlKeyGuard, normaliseParamName } from '../../../src/auth/url-key-guard.js';
+import { DEFAULT_URL_KEY_PARAMS } from '../../../src/config/schema.js';
 
 const check = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS);
 

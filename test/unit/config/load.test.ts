@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { DEFAULT_CONFIG_FILE, loadConfig, validateConfig } from '../../src/config/load.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, validateConfig } from '../../../src/config/load.js';
 
 function file(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'ng-config-'));

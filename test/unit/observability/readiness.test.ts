@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createReadinessCheck } from '../../src/observability/readiness.js';
-import { createRedisClient, waitForReady, type RedisClient } from '../../src/redis/connection.js';
-import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import { RedisKeyStore } from '../../src/store/redis-store.js';
-import { eventually } from '../helpers/http.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { createReadinessCheck } from '../../../src/observability/readiness.js';
+import { createRedisClient, waitForReady, type RedisClient } from '../../../src/redis/connection.js';
+import { MemoryKeyStore } from '../../../src/store/memory-store.js';
+import { RedisKeyStore } from '../../../src/store/redis-store.js';
+import { eventually } from '../../helpers/http.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
 
 describe('createReadinessCheck', () => {
   test('a reachable store and no limiter Redis: ready', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { generateApiKey } from '../../src/auth/api-key.js';
-import { createKeyMaterialMatcher, mayHoldKey } from '../../src/proxy/key-material.js';
+import { generateApiKey } from '../../../src/auth/api-key.js';
+import { createKeyMaterialMatcher, mayHoldKey } from '../../../src/proxy/key-material.js';
 
 const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
 const b64 = (s: string, enc: 'base64' | 'base64url' = 'base64') => Buffer.from(s, 'latin1').toString(enc);

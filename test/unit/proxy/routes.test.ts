@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createRouteMatcher, isSafeRequestPath } from '../../src/proxy/routes.js';
+import { createRouteMatcher, isSafeRequestPath } from '../../../src/proxy/routes.js';
 import {
   createHeaderScrubber,
   normaliseHeaderName,
   scrubResponseHeaders,
-} from '../../src/proxy/trusted-headers.js';
+} from '../../../src/proxy/trusted-headers.js';
 
 describe('route matching', () => {
   const match = createRouteMatcher([

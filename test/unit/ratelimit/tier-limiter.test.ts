@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { GatewayConfig } from '../../src/config/schema.js';
-import { GatewayError } from '../../src/errors.js';
+import type { GatewayConfig } from '../../../src/config/schema.js';
+import { GatewayError } from '../../../src/errors.js';
 import {
   AuthFailureLimiter,
   TierRateLimiter,
   type FailurePolicy,
   type RateDecision,
-} from '../../src/ratelimit/tier-limiter.js';
-import { createRedisClient, waitForReady, type RedisClient } from '../../src/redis/connection.js';
-import { eventually } from '../helpers/http.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+} from '../../../src/ratelimit/tier-limiter.js';
+import { createRedisClient, waitForReady, type RedisClient } from '../../../src/redis/connection.js';
+import { eventually } from '../../helpers/http.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
 
 // The limiter is the one unit whose whole point is its Redis behaviour, so these tests drive a real
 // redis-server on loopback (test/helpers/redis.ts) and cause failures the way production sees them:

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminErrorCode } from '../../src/admin/router.js';
-import { parseKeyFile } from '../../src/store/file-store.js';
-import { isKeyActive, isStoreOutage } from '../../src/store/types.js';
-import { parseInstant } from '../../src/time.js';
+import { adminErrorCode } from '../../../src/admin/router.js';
+import { parseKeyFile } from '../../../src/store/file-store.js';
+import { isKeyActive, isStoreOutage } from '../../../src/store/types.js';
+import { parseInstant } from '../../../src/time.js';
 
 /** Shapes that pass TIMESTAMP_PATTERN but name no instant (issue 10, finding 5). */
 const IMPOSSIBLE = [

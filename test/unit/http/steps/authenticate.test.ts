@@ -1,13 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { Verification } from '../../src/auth/verify.js';
-import { GatewayError } from '../../src/errors.js';
-import { createAuthenticate } from '../../src/http/steps/authenticate.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { AuthFailureLimiter } from '../../src/ratelimit/tier-limiter.js';
-import type { KeyRecord } from '../../src/store/types.js';
-import { send } from '../helpers/http.js';
-import { serveStep, seriesValue, testCompany, testKey, type StepServer } from '../helpers/step-server.js';
+import type { Verification } from '../../../../src/auth/verify.js';
+import { GatewayError } from '../../../../src/errors.js';
+import { createAuthenticate } from '../../../../src/http/steps/authenticate.js';
+import { createMetrics } from '../../../../src/observability/metrics.js';
+import { AuthFailureLimiter } from '../../../../src/ratelimit/tier-limiter.js';
+import type { KeyRecord } from '../../../../src/store/types.js';
+import { send } from '../../../helpers/http.js';
+import {
+  serveStep,
+  seriesValue,
+  testCompany,
+  testKey,
+  type StepServer,
+} from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, describe, test } from 'node:test';
-import { createBodyLimit } from '../../src/http/steps/body-limit.js';
-import { send } from '../helpers/http.js';
-import { serveStep, type StepServer } from '../helpers/step-server.js';
+import { createBodyLimit } from '../../../../src/http/steps/body-limit.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

@@ -3,10 +3,10 @@ import { after, describe, test } from 'node:test';
 import express, { type RequestHandler } from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GatewayError } from '../../src/errors.js';
-import { createErrorHandler } from '../../src/http/steps/error-handler.js';
-import { send } from '../helpers/http.js';
-import { captureLogger, serveStep, type StepServer } from '../helpers/step-server.js';
+import { GatewayError } from '../../../../src/errors.js';
+import { createErrorHandler } from '../../../../src/http/steps/error-handler.js';
+import { send } from '../../../helpers/http.js';
+import { captureLogger, serveStep, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { createForward } from '../../src/http/steps/forward.js';
-import { createRouteProxy } from '../../src/proxy/route-proxy.js';
-import type { RequestState } from '../../src/request-state.js';
-import { send } from '../helpers/http.js';
-import { serveStep, testCompany, testKey, type StepServer } from '../helpers/step-server.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { createForward } from '../../../../src/http/steps/forward.js';
+import { createRouteProxy } from '../../../../src/proxy/route-proxy.js';
+import type { RequestState } from '../../../../src/request-state.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, testCompany, testKey, type StepServer } from '../../../helpers/step-server.js';
+import { startUpstream, type RecordingUpstream } from '../../../helpers/upstream.js';
 
 const HEADERS = {
   companyId: 'x-company-id',

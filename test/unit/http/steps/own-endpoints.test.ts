@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, describe, test } from 'node:test';
-import { createOwnEndpoints } from '../../src/http/steps/own-endpoints.js';
-import { send } from '../helpers/http.js';
-import { serveStep, type StepServer } from '../helpers/step-server.js';
+import { createOwnEndpoints } from '../../../../src/http/steps/own-endpoints.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createRateLimit } from '../../src/http/steps/rate-limit.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { TierRateLimiter, type RateDecision } from '../../src/ratelimit/tier-limiter.js';
-import { send } from '../helpers/http.js';
-import { serveStep, seriesValue, testCompany, type StepServer } from '../helpers/step-server.js';
+import { createRateLimit } from '../../../../src/http/steps/rate-limit.js';
+import { createMetrics } from '../../../../src/observability/metrics.js';
+import { TierRateLimiter, type RateDecision } from '../../../../src/ratelimit/tier-limiter.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, seriesValue, testCompany, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createRequestContext } from '../../src/http/steps/request-context.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { eventually, send } from '../helpers/http.js';
-import { captureLogger, serveStep, seriesValue, type StepServer } from '../helpers/step-server.js';
+import { createRequestContext } from '../../../../src/http/steps/request-context.js';
+import { createMetrics } from '../../../../src/observability/metrics.js';
+import { eventually, send } from '../../../helpers/http.js';
+import { captureLogger, serveStep, seriesValue, type StepServer } from '../../../helpers/step-server.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createSecurityHeaders } from '../../src/http/steps/security-headers.js';
-import { send } from '../helpers/http.js';
-import { serveStep, type StepServer } from '../helpers/step-server.js';
+import { createSecurityHeaders } from '../../../../src/http/steps/security-headers.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

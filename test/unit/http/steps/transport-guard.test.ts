@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, describe, test } from 'node:test';
-import { createTransportGuard } from '../../src/http/steps/transport-guard.js';
-import type { RequestState } from '../../src/request-state.js';
-import { send } from '../helpers/http.js';
-import { serveStep, type StepServer } from '../helpers/step-server.js';
+import { createTransportGuard } from '../../../../src/http/steps/transport-guard.js';
+import type { RequestState } from '../../../../src/request-state.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));

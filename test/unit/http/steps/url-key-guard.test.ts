@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createUrlKeyGuard } from '../../src/auth/url-key-guard.js';
-import { DEFAULT_URL_KEY_PARAMS } from '../../src/config/schema.js';
-import { createUrlKeyGuardStep } from '../../src/http/steps/url-key-guard.js';
-import { AuthFailureLimiter } from '../../src/ratelimit/tier-limiter.js';
-import { send } from '../helpers/http.js';
-import { serveStep, type StepServer } from '../helpers/step-server.js';
+import { createUrlKeyGuard } from '../../../../src/auth/url-key-guard.js';
+import { DEFAULT_URL_KEY_PARAMS } from '../../../../src/config/schema.js';
+import { createUrlKeyGuardStep } from '../../../../src/http/steps/url-key-guard.js';
+import { AuthFailureLimiter } from '../../../../src/ratelimit/tier-limiter.js';
+import { send } from '../../../helpers/http.js';
+import { serveStep, type StepServer } from '../../../helpers/step-server.js';
 
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
