@@ -8,6 +8,7 @@ import { MemoryKeyStore } from '../../../src/store/memory-store.js';
 import { RedisKeyStore } from '../../../src/store/redis-store.js';
 import type { AuditEntry } from '../../../src/store/types.js';
 import { startRedis } from '../../helpers/redis.js';
+import { createCompanyAndKey } from '../../helpers/admin.js';
 
 const keyFormat = { maxLength: 128, acceptLegacy: false };
 
@@ -21,9 +22,7 @@ async function setup(revoke = false) {
     rotationAgeDays: 90,
     onAudit: (e) => audit.push(e),
   });
-  assert.ok((await service.createCompany({ id: 'acme', tier: 'free' })).ok);
-  const created = await service.createKey('acme', {});
-  assert.ok(created.ok);
+  const created = await createCompanyAndKey(service, 'acme', { tier: 'free' });
   const errors: unknown[] = [];
   const onKeyInUrl = createExposedKeyHandler({
     store,
@@ -33,7 +32,7 @@ async function setup(revoke = false) {
     onError: (err) => errors.push(err),
   });
   const exposures = () => audit.filter((e) => e.event === 'key.exposed');
-  return { store, service, audit, exposures, errors, onKeyInUrl, key: created.value };
+  return { store, service, audit, exposures, errors, onKeyInUrl, key: created };
 }
 
 describe('createExposedKeyHandler', () => {
@@ -98,9 +97,7 @@ describe('createExposedKeyHandler', () => {
         maxActiveKeys: 0,
         rotationAgeDays: 90,
       });
-      assert.ok((await service.createCompany({ id: 'acme', tier: 'free' })).ok);
-      const created = await service.createKey('acme', {});
-      assert.ok(created.ok);
+      const created = await createCompanyAndKey(service, 'acme', { tier: 'free' });
       const errors: unknown[] = [];
       const onKeyInUrl = createExposedKeyHandler({
         store,
@@ -110,10 +107,10 @@ describe('createExposedKeyHandler', () => {
         onError: (err) => errors.push(err),
       });
       await redis.kill();
-      await onKeyInUrl([created.value.key]);
+      await onKeyInUrl([created.key]);
       assert.equal(errors.length, 1);
       assert.ok(errors[0] instanceof Error);
-      assert.ok(!String(errors[0].message).includes(created.value.key), 'the error does not carry the key');
+      assert.ok(!String(errors[0].message).includes(created.key), 'the error does not carry the key');
     } finally {
       await store.close();
       await redis.stop();
