@@ -7,8 +7,11 @@ import { createRedisClient, waitForReady } from '../../../src/redis/connection.j
 import { MemoryKeyStore } from '../../../src/store/memory-store.js';
 import { RedisKeyStore } from '../../../src/store/redis-store.js';
 import type { AuditEntry } from '../../../src/store/types.js';
-import { startRedis } from '../../helpers/redis.js';
 import { createCompanyAndKey } from '../../helpers/admin.js';
+import { startRedis } from '../../helpers/redis.js';
+
+// Runs on the memory store; the one test of a failing store uses a real redis-server on loopback
+// (test/helpers/redis.ts) and stops it.
 
 const keyFormat = { maxLength: 128, acceptLegacy: false };
 

@@ -7,6 +7,9 @@ import { RedisKeyStore } from '../../../src/store/redis-store.js';
 import { eventually } from '../../helpers/http.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 
+// Readiness is about Redis going away, so the Redis section starts its own redis-server on
+// loopback (test/helpers/redis.ts) and kills it; the rest needs no network.
+
 describe('createReadinessCheck', () => {
   test('a reachable store and no limiter Redis: ready', async () => {
     const ready = createReadinessCheck({ store: new MemoryKeyStore() });
