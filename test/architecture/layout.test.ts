@@ -233,6 +233,39 @@ describe('src/ functions', () => {
   });
 });
 
+describe('the public API', () => {
+  test('every export of src/index.ts has a JSDoc comment where it is declared', () => {
+    const program = ts.createProgram([join(SRC, 'index.ts')], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      skipLibCheck: true,
+      noEmit: true,
+    });
+    const checker = program.getTypeChecker();
+    const index = program.getSourceFile(join(SRC, 'index.ts'))!;
+    // index.ts comments a group of re-exports at once, so its own comments do not count: each name
+    // needs one at its declaration, or at the re-export in src/ that names it (`Logger` from pino).
+    const documented = (symbol: ts.Symbol): boolean => {
+      for (let s: ts.Symbol | undefined = symbol; s;) {
+        const decls = (s.declarations ?? []).filter((d) => d.getSourceFile() !== index);
+        const own = decls.some(
+          (d) => ts.getJSDocCommentsAndTags(ts.isExportSpecifier(d) ? d.parent.parent : d).length > 0,
+        );
+        if (own) return true;
+        s = s.flags & ts.SymbolFlags.Alias ? checker.getImmediateAliasedSymbol(s) : undefined;
+      }
+      return false;
+    };
+    const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(index)!);
+    assert.ok(exports.length > 20, `${exports.length} exports found`);
+    assert.deepEqual(
+      exports.filter((e) => !documented(e)).map((e) => e.name),
+      [],
+    );
+  });
+});
+
 describe('the request path', () => {
   test('the page lists the step modules in the order src/http/app.ts runs them', () => {
     const app = text('http/app.ts');
