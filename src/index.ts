@@ -4,31 +4,10 @@
  * runtime exports is pinned by test/unit/index.test.ts, so additions and removals are deliberate.
  */
 
-/**
- * Everything in one call: store, limiter, verifier, admin API, listening servers.
- *
- * @example
- * const r = loadConfig({ env: process.env });
- * if (!r.ok) throw new Error(r.problems.join('\n'));
- * const gw = await startGateway(r.config);
- * process.once('SIGTERM', () => void gw.close());
- */
+/** Everything in one call: store, limiter, verifier, admin API, listening servers. */
 export { startGateway, createStore, type GatewayHandle, type StartOptions } from './server.js';
 
-/**
- * The request pipeline as an Express app, for embedding or a server of your own; never listens.
- *
- * @example
- * const { store } = await createStore(config, logger);
- * const app = createApp({
- *   config, logger, metrics: createMetrics(),
- *   verifier: new KeyVerifier({ store, ...cacheAndKeyOptions }),
- *   limiter: new TierRateLimiter({ tiers: config.rateLimit.tiers, keyPrefix: 'ng:', failurePolicy: 'insurance' }),
- *   authFailures: new AuthFailureLimiter(config.rateLimit.authFailures),
- *   ready: async () => ({ ok: true, checks: {} }),
- * });
- * http.createServer(app).listen(8080);
- */
+/** The request pipeline as an Express app, for embedding or a server of your own; never listens. */
 export { createApp, type AppDeps } from './http/app.js';
 
 export { createRedisClient, type RedisClient } from './redis/connection.js';

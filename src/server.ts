@@ -35,6 +35,10 @@ import { MemoryKeyStore } from './store/memory-store.js';
 import { RedisKeyStore } from './store/redis-store.js';
 import type { KeyStore } from './store/types.js';
 
+/**
+ * A running gateway, as `startGateway` returns it: its ports, its parts (for the CLI, tests and
+ * embedding) and `close()`. The config is the validated, frozen one the gateway runs with.
+ */
 export interface GatewayHandle {
   /** Port the gateway listens on (useful with port 0). */
   port: number;
@@ -49,7 +53,9 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
+/** Optional parts `startGateway` uses instead of building its own; none is needed in production. */
 export interface StartOptions {
+  /** Log here instead of a logger built from `config.log`. */
   logger?: Logger;
   /** Use this store instead of building one from config (tests, demo). */
   store?: KeyStore;
@@ -143,9 +149,15 @@ function logRedisErrors(client: RedisClient, logger: Logger, what: string): void
 }
 
 /**
- * Starts the gateway (and the admin API on its own port) from a validated config.
- * Throws on a config that cannot run (admin API on a public address without a token, bad TLS files,
- * a port in use).
+ * Starts the gateway (and the admin API on its own port) from a validated config: store, limiter,
+ * verifier, admin API, listening servers. Throws on a config that cannot run (admin API on a
+ * public address without a token, bad TLS files, a port in use).
+ *
+ * @example
+ * const r = loadConfig({ env: process.env });
+ * if (!r.ok) throw new Error(r.problems.join('\n'));
+ * const gw = await startGateway(r.config);
+ * process.once('SIGTERM', () => void gw.close());
  */
 export async function startGateway(
   config: Readonly<GatewayConfig>,

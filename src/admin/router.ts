@@ -33,26 +33,47 @@ export function isTokenValid(presented: string | undefined, expected: string): b
  * and answered in the spec's `{error, details}` shape on failure.
  */
 export function createAdminApp(deps: AdminAppDeps): Express {
-  const { service } = deps;
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.use(helmet());
+  app.use(createRefuseBrowsers(deps.token));
+  app.use(createRequireToken(deps.token));
+  app.use(express.json({ limit: '64kb', strict: true }));
 
-  const requireToken: RequestHandler = function requireToken(req, res, next) {
-    if (deps.token === null) return next();
+  app.get('/metrics', async (_req, res) => {
+    const m = await deps.readMetrics();
+    res.setHeader('Content-Type', m.contentType);
+    res.end(m.text);
+  });
+  app.use('/admin/v1', createAdminRoutes(deps.service));
+
+  app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
+  app.use(createAdminErrorHandler(deps.logger));
+  return app;
+}
+
+/** `Authorization: Bearer <token>` on every request, unless no token is set (loopback only). */
+function createRequireToken(token: string | null): RequestHandler {
+  return function requireToken(req, res, next) {
+    if (token === null) return next();
     const auth = req.headers.authorization;
     const presented = typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
-    if (!isTokenValid(presented, deps.token)) {
+    if (!isTokenValid(presented, token)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="notify-gateway-admin"');
       return sendError(res, 'ADMIN_UNAUTHORIZED');
     }
     next();
   };
-  // Browsers must not be able to drive the admin API: a page could POST a `text/plain` "simple
-  // request" without a preflight, or reach a loopback admin API through DNS rebinding. So no
-  // browser-marked requests, JSON bodies only, and (tokenless, loopback only) loopback Host names.
-  const refuseBrowsers: RequestHandler = function refuseBrowsers(req, res, next) {
+}
+
+/**
+ * Browsers must not be able to drive the admin API: a page could POST a `text/plain` "simple
+ * request" without a preflight, or reach a loopback admin API through DNS rebinding. So no
+ * browser-marked requests, JSON bodies only, and (tokenless, loopback only) loopback Host names.
+ */
+function createRefuseBrowsers(token: string | null): RequestHandler {
+  return function refuseBrowsers(req, res, next) {
     const site = req.headers['sec-fetch-site'];
     if (
       req.headers.origin !== undefined ||
@@ -60,8 +81,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     ) {
       return sendError(res, 'ADMIN_BROWSER_REQUEST');
     }
-    if (deps.token === null && !isLoopbackHost(req.headers.host))
-      return sendError(res, 'ADMIN_LOOPBACK_ONLY');
+    if (token === null && !isLoopbackHost(req.headers.host)) return sendError(res, 'ADMIN_LOOPBACK_ONLY');
     const hasBody =
       req.headers['content-length'] !== undefined
         ? req.headers['content-length'] !== '0'
@@ -70,16 +90,10 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       return sendError(res, 'ADMIN_UNSUPPORTED_MEDIA_TYPE');
     next();
   };
-  app.use(refuseBrowsers);
-  app.use(requireToken);
-  app.use(express.json({ limit: '64kb', strict: true }));
+}
 
-  app.get('/metrics', async (_req, res) => {
-    const m = await deps.readMetrics();
-    res.setHeader('Content-Type', m.contentType);
-    res.end(m.text);
-  });
-
+/** The `/admin/v1` routes: each calls the service and answers its result. */
+function createAdminRoutes(service: AdminService): express.Router {
   const r = express.Router();
   r.post('/companies', async (req, res) => reply(res, await service.createCompany(req.body), 201));
   r.get('/companies', async (_req, res) => reply(res, await service.listCompanies()));
@@ -107,22 +121,22 @@ export function createAdminApp(deps: AdminAppDeps): Express {
       }),
     );
   });
-  app.use('/admin/v1', r);
+  return r;
+}
 
-  app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
-  const onError: ErrorRequestHandler = (err, _req, res, _next) => {
+/** Thrown errors become registry answers; store outages and bugs are also logged (masked message). */
+function createAdminErrorHandler(logger: Logger): ErrorRequestHandler {
+  return function adminErrorHandler(err, _req, res, _next) {
     if (res.headersSent) return void res.destroy();
     const code = adminErrorCode(err);
     if (ERRORS_LOGGED.has(code)) {
-      deps.logger.error(
+      logger.error(
         { err: { message: safeMessage(err), type: err instanceof Error ? err.name : typeof err }, code },
         'admin request failed',
       );
     }
     sendError(res, code);
   };
-  app.use(onError);
-  return app;
 }
 
 const ERRORS_LOGGED: ReadonlySet<ErrorCode> = new Set(['STORE_UNAVAILABLE', 'INTERNAL']);

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { CreatedKey } from '../admin/service.js';
+import type { AdminService, CreatedKey } from '../admin/service.js';
 import { validateConfig } from '../config/load.js';
 import { DEFAULT_TIERS, type ConfigInput } from '../config/schema.js';
 import { startGateway, type GatewayHandle } from '../server.js';
@@ -41,7 +41,29 @@ export async function runDemo(opts: {
   const cfg = validateConfig(input);
   if (!cfg.ok) throw new Error(cfg.problems.join('\n'));
   const gateway = await startGateway(cfg.config, { store: new MemoryKeyStore() });
-  const svc = gateway.service;
+  const keys = await createDemoKeys(gateway.service);
+  const base = `http://${input.server!.host}:${gateway.port}/notify/v1`;
+  const instructions = demoInstructions(base, gateway.adminPort, backendPort, keys);
+
+  return {
+    gateway,
+    backendPort,
+    instructions,
+    async close() {
+      await gateway.close();
+      await new Promise<void>((r) => backend.close(() => r()));
+    },
+  };
+}
+
+interface DemoKeys {
+  acme: CreatedKey;
+  suspended: CreatedKey;
+  burst: CreatedKey;
+}
+
+/** The three demo companies (active, suspended, a 3-a-minute tier), each with a key. */
+async function createDemoKeys(svc: AdminService): Promise<DemoKeys> {
   const mustKey = async (company: {
     id: string;
     name: string;
@@ -68,13 +90,23 @@ export async function runDemo(opts: {
     status: 'active',
   });
 
-  const base = `http://${input.server!.host}:${gateway.port}/notify/v1`;
+  return { acme, suspended, burst };
+}
+
+/** The text printed for the user: where things run, the keys, and a curl command per answer. */
+function demoInstructions(
+  base: string,
+  adminPort: number | null,
+  backendPort: number,
+  keys: DemoKeys,
+): string {
+  const { acme, suspended, burst } = keys;
   const otp = `-H 'Content-Type: application/json' -d '{"identifier":"user@example.com","identifier_type":"email"}'`;
-  const instructions = [
+  return [
     '',
     'notify-gateway demo is running (in-memory store; data is gone when you stop it).',
     `  gateway   ${base}  ->  example backend on 127.0.0.1:${backendPort}`,
-    `  admin API http://127.0.0.1:${gateway.adminPort}/admin/v1 (loopback, no token in demo)`,
+    `  admin API http://127.0.0.1:${adminPort}/admin/v1 (loopback, no token in demo)`,
     '',
     'Demo keys (shown once, like real keys):',
     `  acme          ${acme.key}`,
@@ -103,19 +135,9 @@ export async function runDemo(opts: {
     `for i in 1 2 3 4 5; do curl -s -o /dev/null -w '%{http_code}\\n' ${base}/health -H 'X-API-Key: ${burst.key}'; done`,
     '',
     '# Keys of a company (no key, no hash in the list)',
-    `curl -s http://127.0.0.1:${gateway.adminPort}/admin/v1/companies/acme/keys`,
+    `curl -s http://127.0.0.1:${adminPort}/admin/v1/companies/acme/keys`,
     '',
     'Press Ctrl+C to stop.',
     '',
   ].join('\n');
-
-  return {
-    gateway,
-    backendPort,
-    instructions,
-    async close() {
-      await gateway.close();
-      await new Promise<void>((r) => backend.close(() => r()));
-    },
-  };
 }

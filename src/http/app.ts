@@ -42,8 +42,20 @@ export interface AppDeps {
 }
 
 /**
- * Builds the gateway's Express app; never listens (server.ts does). The steps below, one module
- * each under `steps/`, are the request's path through the gateway, top to bottom.
+ * Builds the gateway's Express app, for embedding or a server of your own; never listens
+ * (server.ts does). The steps below, one module each under `steps/`, are the request's path
+ * through the gateway, top to bottom. `closeAgents()` closes the upstream keep-alive sockets.
+ *
+ * @example
+ * const { store } = await createStore(config, logger);
+ * const app = createApp({
+ *   config, logger, metrics: createMetrics(),
+ *   verifier: new KeyVerifier({ store, ...cacheAndKeyOptions }),
+ *   limiter: new TierRateLimiter({ tiers: config.rateLimit.tiers, keyPrefix: 'ng:', failurePolicy: 'insurance' }),
+ *   authFailures: new AuthFailureLimiter(config.rateLimit.authFailures),
+ *   ready: async () => ({ ok: true, checks: {} }),
+ * });
+ * http.createServer(app).listen(8080);
  */
 export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const { config, logger, metrics, authFailures } = deps;

@@ -83,51 +83,7 @@ function createRouteProxyMiddleware(
     plugins: [proxyEventsPlugin],
     on: {
       proxyReq(proxyReq, req, res) {
-        const started = process.hrtime.bigint();
-        // Headers timeout: from forwarding to the upstream's response headers. Socket idle time
-        // after that is bounded by the same value (a stalled body aborts the response).
-        const timer = setTimeout(() => {
-          req.gw.upstreamTimedOut = true;
-          proxyReq.destroy(new Error('upstream timeout'));
-        }, opts.timeoutMs);
-        let answered = false;
-        proxyReq.once('response', (proxyRes: IncomingMessage) => {
-          answered = true;
-          clearTimeout(timer);
-          opts.onUpstreamResponse?.(req, Number(process.hrtime.bigint() - started) / 1e9);
-          // The socket is pooled and reused: the idle listener must come off again, or every
-          // request would leave one behind on it.
-          const socket = proxyRes.socket;
-          const onIdle = () => proxyReq.destroy(new Error('upstream idle timeout'));
-          socket.setTimeout(opts.timeoutMs);
-          socket.on('timeout', onIdle);
-          proxyRes.once('close', () => {
-            socket.setTimeout(0);
-            socket.off('timeout', onIdle);
-            // A body cut short by the upstream must not look complete to the client.
-            if (!proxyRes.complete) res.destroy();
-          });
-        });
-        proxyReq.once('close', () => {
-          clearTimeout(timer);
-          if (answered) return;
-          // Closed with no response and no error (e.g. the upstream answered 101 Switching
-          // Protocols, which Node drops without an 'upgrade' listener): the client must not wait
-          // forever. Errors are answered by the handler below, which runs before this.
-          setImmediate(() => {
-            if (res.headersSent || res.writableEnded || res.destroyed) return;
-            req.gw.error = 'UPSTREAM_UNREACHABLE';
-            sendError(res, 'UPSTREAM_UNREACHABLE');
-          });
-        });
-        // The client went away before the answer was complete: stop the upstream request too
-        // (http-proxy only reacts to 'aborted', which Node no longer emits once a request body is read).
-        res.once('close', () => {
-          if (!res.writableFinished) proxyReq.destroy();
-        });
-        if (opts.bodyLimitBytes > 0 && req.headers['content-length'] === undefined) {
-          limitStreamedBody(req, res, proxyReq, opts.bodyLimitBytes);
-        }
+        watchUpstream(proxyReq, req, res, opts);
       },
       // Runs before http-proxy copies the upstream's headers to the client response.
       proxyRes(proxyRes, req, res) {
@@ -138,25 +94,8 @@ function createRouteProxyMiddleware(
         proxyRes.headers.connection = req.gw.clientClose ? 'close' : 'keep-alive';
         applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
       },
-      error(err, req, res) {
-        const r = res as ServerResponse | Socket;
-        if (!('writeHead' in r)) {
-          r.destroy();
-          return;
-        }
-        if (r.headersSent || r.writableEnded) {
-          r.destroy();
-          return;
-        }
-        const code = req.gw.bodyTooLarge
-          ? 'PAYLOAD_TOO_LARGE'
-          : req.gw.upstreamTimedOut
-            ? 'UPSTREAM_TIMEOUT'
-            : 'UPSTREAM_UNREACHABLE';
-        req.gw.error = code;
-        if (!req.complete) r.setHeader('Connection', 'close');
-        sendError(r, code);
-        void err;
+      error(_err, req, res) {
+        answerProxyError(req, res);
       },
     },
   });
@@ -177,6 +116,84 @@ function applySecurityHeaders(
 ): void {
   if (mode === 'override') for (const name of names) delete upstream[name];
   else if (mode === 'off') for (const name of names) if (upstream[name] === undefined) res.removeHeader(name);
+}
+
+/**
+ * Bounds and follows one upstream request: a timeout until the response headers, the same bound on
+ * socket idle time after them, a client answer when the upstream closes without one, the upstream
+ * request cut when the client goes away, and the streamed-body limit.
+ */
+function watchUpstream(
+  proxyReq: ClientRequest,
+  req: IncomingMessage,
+  res: ServerResponse,
+  opts: RouteProxyOptions,
+): void {
+  const started = process.hrtime.bigint();
+  // Headers timeout: from forwarding to the upstream's response headers. Socket idle time
+  // after that is bounded by the same value (a stalled body aborts the response).
+  const timer = setTimeout(() => {
+    req.gw.upstreamTimedOut = true;
+    proxyReq.destroy(new Error('upstream timeout'));
+  }, opts.timeoutMs);
+  let answered = false;
+  proxyReq.once('response', (proxyRes: IncomingMessage) => {
+    answered = true;
+    clearTimeout(timer);
+    opts.onUpstreamResponse?.(req, Number(process.hrtime.bigint() - started) / 1e9);
+    // The socket is pooled and reused: the idle listener must come off again, or every
+    // request would leave one behind on it.
+    const socket = proxyRes.socket;
+    const onIdle = () => proxyReq.destroy(new Error('upstream idle timeout'));
+    socket.setTimeout(opts.timeoutMs);
+    socket.on('timeout', onIdle);
+    proxyRes.once('close', () => {
+      socket.setTimeout(0);
+      socket.off('timeout', onIdle);
+      // A body cut short by the upstream must not look complete to the client.
+      if (!proxyRes.complete) res.destroy();
+    });
+  });
+  proxyReq.once('close', () => {
+    clearTimeout(timer);
+    if (answered) return;
+    // Closed with no response and no error (e.g. the upstream answered 101 Switching
+    // Protocols, which Node drops without an 'upgrade' listener): the client must not wait
+    // forever. Errors are answered by answerProxyError, whose event runs before this.
+    setImmediate(() => {
+      if (res.headersSent || res.writableEnded || res.destroyed) return;
+      req.gw.error = 'UPSTREAM_UNREACHABLE';
+      sendError(res, 'UPSTREAM_UNREACHABLE');
+    });
+  });
+  // The client went away before the answer was complete: stop the upstream request too
+  // (http-proxy only reacts to 'aborted', which Node no longer emits once a request body is read).
+  res.once('close', () => {
+    if (!res.writableFinished) proxyReq.destroy();
+  });
+  if (opts.bodyLimitBytes > 0 && req.headers['content-length'] === undefined) {
+    limitStreamedBody(req, res, proxyReq, opts.bodyLimitBytes);
+  }
+}
+
+/** Answers a proxy failure in the spec's shape (413, 504 or 502), or cuts a response already begun. */
+function answerProxyError(req: IncomingMessage, r: ServerResponse | Socket): void {
+  if (!('writeHead' in r)) {
+    r.destroy();
+    return;
+  }
+  if (r.headersSent || r.writableEnded) {
+    r.destroy();
+    return;
+  }
+  const code = req.gw.bodyTooLarge
+    ? 'PAYLOAD_TOO_LARGE'
+    : req.gw.upstreamTimedOut
+      ? 'UPSTREAM_TIMEOUT'
+      : 'UPSTREAM_UNREACHABLE';
+  req.gw.error = code;
+  if (!req.complete) r.setHeader('Connection', 'close');
+  sendError(r, code);
 }
 
 /**

@@ -1,6 +1,10 @@
 import { Redis, Cluster, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
 import type { GatewayConfig } from '../config/schema.js';
 
+/**
+ * A client from `createRedisClient`: an ioredis single-node (or Sentinel) client or a Cluster
+ * client. Both speak the same commands; code that needs one or the other checks `instanceof`.
+ */
 export type RedisClient = Redis | Cluster;
 
 /**

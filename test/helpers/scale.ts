@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { generateApiKey } from '../../src/auth/api-key.js';
 import { DEFAULT_TIERS, type ConfigInput } from '../../src/config/schema.js';
 import { isoSeconds } from '../../src/time.js';
-import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './gateway.js';
+import { adminApi, createCompanyAndKey } from './admin.js';
+import { startTestGateway, type TestGateway } from './gateway.js';
 import { eventually, send, type Reply } from './http.js';
 import type { RecordingUpstream } from './upstream.js';
 
 /**
- * Scenarios shared by the scale-out tests (test/scale/*.test.ts): the same proofs run against every
- * Redis topology, only the `store.redis` block differs.
+ * Scenarios shared by the scale-out suite (test/scale/redis-topologies.test.ts): the same proofs run
+ * against every Redis topology, only the `store.redis` block differs.
  */
 
 export const SCALE_TIERS = [
@@ -42,34 +43,21 @@ export async function startGateways(
   return out;
 }
 
-export async function createCompanyAndKey(
-  gw: TestGateway,
-  id: string,
-  tier: string,
-): Promise<{ id: string; key: string }> {
-  const c = await gw.gw.service.createCompany({ id, tier });
-  assert.ok(c.ok, JSON.stringify(c));
-  const k = await gw.gw.service.createKey(id, { label: 'scale' });
-  assert.ok(k.ok, JSON.stringify(k));
-  return { id: k.value.id, key: k.value.key };
-}
+/** A company of `tier` and a key for it, created on instance `gw`. */
+const companyAndKey = (gw: TestGateway, id: string, tier: string) =>
+  createCompanyAndKey(gw.gw.service, id, { tier, label: 'scale' });
 
 const get = (gw: TestGateway, key: string) =>
   send(gw.port, '/notify/v1/health', { headers: { 'X-API-Key': key } });
 
 /** A key created through instance 0's admin HTTP API authenticates on every instance. */
 export async function keyCreatedOnOneWorksOnAll(gws: TestGateway[], companyId: string): Promise<void> {
-  const admin = (path: string, body: unknown) =>
-    fetch(`http://127.0.0.1:${gws[0]!.adminPort}${path}`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-  const c = await admin('/admin/v1/companies', { id: companyId, tier: 'standard' });
-  assert.equal(c.status, 201, await c.text());
-  const k = await admin(`/admin/v1/companies/${companyId}/keys`, { label: 'everywhere' });
+  const api = adminApi(gws[0]!.adminPort);
+  const c = await api('POST', '/admin/v1/companies', { id: companyId, tier: 'standard' });
+  assert.equal(c.status, 201, c.text);
+  const k = await api('POST', `/admin/v1/companies/${companyId}/keys`, { label: 'everywhere' });
   assert.equal(k.status, 201);
-  const created = (await k.json()) as { id: string; key: string };
+  const created = k.body as unknown as { id: string; key: string };
   for (const [i, gw] of gws.entries()) {
     const r = await get(gw, created.key);
     assert.equal(r.status, 200, `instance ${i}: ${r.body}`);
@@ -93,7 +81,7 @@ export async function exactLimitAcross(
   companyId: string,
   n = 30,
 ): Promise<void> {
-  const k = await createCompanyAndKey(gws[0]!, companyId, 'trio');
+  const k = await companyAndKey(gws[0]!, companyId, 'trio');
   const before = upstream.received.length;
   const all = await Promise.all(
     Array.from({ length: gws.length * n }, (_, i) => get(gws[i % gws.length]!, k.key)),
@@ -116,7 +104,7 @@ export async function revocationReachesAll(
   opts: { withinMs?: number; between?: () => Promise<void> | void } = {},
 ): Promise<number[]> {
   const withinMs = opts.withinMs ?? 1000;
-  const k = await createCompanyAndKey(gws[0]!, companyId, 'standard');
+  const k = await companyAndKey(gws[0]!, companyId, 'standard');
   for (const gw of gws) assert.equal((await get(gw, k.key)).status, 200);
   await opts.between?.();
   const revoked = await gws[0]!.gw.service.revokeKey(k.id);
@@ -136,7 +124,7 @@ export async function revocationReachesAll(
 /** The audit stream and lastUsedAt, written on one instance and read on another. */
 export async function auditAndLastUsed(gws: TestGateway[], companyId: string): Promise<void> {
   const [a, b, c] = gws as [TestGateway, TestGateway, TestGateway];
-  const k = await createCompanyAndKey(a, companyId, 'standard');
+  const k = await companyAndKey(a, companyId, 'standard');
   assert.ok((await a.gw.service.revokeKey(k.id)).ok);
   const audit = await b.gw.service.readAudit({ companyId });
   assert.ok(audit.ok);

@@ -4,43 +4,18 @@ import { generateApiKey } from '../../src/auth/api-key.js';
 import { validateConfig } from '../../src/config/load.js';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { startGateway } from '../../src/server.js';
+import { adminApi, type AdminCall } from '../helpers/admin.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
-
-interface Json {
-  status: number;
-  body: Record<string, unknown> & Record<string, unknown>[];
-  text: string;
-}
-
-function admin(port: number, token: string | null = ADMIN_TOKEN) {
-  return async (method: string, path: string, body?: unknown, raw?: string): Promise<Json> => {
-    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-    if (token !== null) headers.Authorization = `Bearer ${token}`;
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method,
-      headers,
-      ...(raw !== undefined ? { body: raw } : body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    let parsed: unknown = null;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = null;
-    }
-    return { status: res.status, body: parsed as Json['body'], text };
-  };
-}
 
 describe('admin API and key lifecycle on Redis, two instances', () => {
   let redis: TestRedis;
   let upstream: RecordingUpstream;
   let a: TestGateway;
   let b: TestGateway;
-  let api: ReturnType<typeof admin>;
+  let api: AdminCall;
   const plaintexts: string[] = [];
 
   before(async () => {
@@ -56,7 +31,7 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     };
     a = await startTestGateway(cfg);
     b = await startTestGateway(cfg);
-    api = admin(a.adminPort);
+    api = adminApi(a.adminPort);
   });
   after(async () => {
     await a?.close();
@@ -83,7 +58,7 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     ];
     for (const token of [null, 'wrong-token', ADMIN_TOKEN + 'x', '']) {
       for (const [m, p] of routes) {
-        const r = await admin(a.adminPort, token)(m, p, m === 'GET' ? undefined : {});
+        const r = await adminApi(a.adminPort, token)(m, p, m === 'GET' ? undefined : {});
         assert.equal(r.status, 401, `${m} ${p} with ${token === null ? 'no' : 'a wrong'} token`);
         assert.deepEqual(r.body, { error: 'Unauthorized', details: 'Missing or invalid admin token' });
       }

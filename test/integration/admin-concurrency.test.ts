@@ -5,32 +5,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
-import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { adminApi, type AdminCall } from '../helpers/admin.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
-
-interface Json {
-  status: number;
-  body: Record<string, unknown>;
-  list: Record<string, unknown>[];
-}
-
-function admin(port: number) {
-  return async (method: string, path: string, body?: unknown): Promise<Json> => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method,
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${ADMIN_TOKEN}` },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const parsed = (await res.json()) as unknown;
-    return {
-      status: res.status,
-      body: parsed as Record<string, unknown>,
-      list: parsed as Record<string, unknown>[],
-    };
-  };
-}
 
 /** Shapes that pass the old shape check but name no instant (issue 10, finding 5). */
 const IMPOSSIBLE = [
@@ -49,7 +28,7 @@ describe('admin API under concurrency and failure, Redis, two instances', () => 
   let upstream: RecordingUpstream;
   let a: TestGateway;
   let b: TestGateway;
-  let api: ReturnType<typeof admin>;
+  let api: AdminCall;
 
   before(async () => {
     redis = await startRedis();
@@ -68,7 +47,7 @@ describe('admin API under concurrency and failure, Redis, two instances', () => 
     });
     a = await startTestGateway(cfg(`redis://writer:writer-pass-0123@127.0.0.1:${redis.port}`));
     b = await startTestGateway(cfg(redis.url));
-    api = admin(a.adminPort);
+    api = adminApi(a.adminPort);
   });
   after(async () => {
     await a?.close();
@@ -231,18 +210,18 @@ describe('impossible timestamps on the memory and file stores: 400 naming the fi
   });
 
   test('memory and file stores answer 400 for every impossible expiresAt and create nothing', async () => {
-    const m = admin(mem.adminPort);
+    const m = adminApi(mem.adminPort);
     assert.equal((await m('POST', '/admin/v1/companies', { id: 'mem-co', tier: 'free' })).status, 201);
     for (const [gw, co] of [
       [mem, 'mem-co'],
       [file, 'file-co'],
     ] as const) {
       for (const expiresAt of IMPOSSIBLE) {
-        const r = await admin(gw.adminPort)('POST', `/admin/v1/companies/${co}/keys`, { expiresAt });
+        const r = await adminApi(gw.adminPort)('POST', `/admin/v1/companies/${co}/keys`, { expiresAt });
         assert.equal(r.status, 400, `${co} ${expiresAt}`);
         assert.match(String(r.body.details), /^expiresAt: must be a real UTC instant/);
       }
-      assert.deepEqual((await admin(gw.adminPort)('GET', `/admin/v1/companies/${co}/keys`)).list, []);
+      assert.deepEqual((await adminApi(gw.adminPort)('GET', `/admin/v1/companies/${co}/keys`)).list, []);
     }
   });
 });

@@ -3,6 +3,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/api-key.js';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { isoSeconds } from '../../src/time.js';
+import { adminApi, createCompanyAndKey } from '../helpers/admin.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually, send, sendRaw } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
@@ -53,13 +54,15 @@ describe('gateway on Redis: the request path end to end', () => {
       cache: { positiveTtlMs: 200, negativeTtlMs: 200 },
     });
     const svc = t.gw.service;
-    const company = async (id: string, tier: string, status: string, apiAccess: boolean) => {
-      const c = await svc.createCompany({ id, tier, status, apiAccess });
-      assert.ok(c.ok, JSON.stringify(c));
-      const k = await svc.createKey(id, { label: 'test' });
-      assert.ok(k.ok, JSON.stringify(k));
-      keys[id] = { id: k.value.id, key: k.value.key };
-      allKeys.push(k.value.key);
+    const company = async (
+      id: string,
+      tier: string,
+      status: 'active' | 'pending' | 'suspended',
+      apiAccess: boolean,
+    ) => {
+      const k = await createCompanyAndKey(svc, id, { tier, status, apiAccess, label: 'test' });
+      keys[id] = { id: k.id, key: k.key };
+      allKeys.push(k.key);
     };
     await company('acme', 'standard', 'active', true);
     await company('pending-co', 'free', 'pending', true);
@@ -402,12 +405,10 @@ describe('two gateway instances on one Redis', () => {
 
   test('the tier limit is exact across instances: 2N concurrent requests → exactly N forwarded', async () => {
     const N = 25;
-    assert.ok((await a.gw.service.createCompany({ id: 'pair-co', tier: 'pair' })).ok);
-    const k = await a.gw.service.createKey('pair-co', {});
-    assert.ok(k.ok);
+    const k = await createCompanyAndKey(a.gw.service, 'pair-co', { tier: 'pair' });
     const all = await Promise.all(
       Array.from({ length: 2 * N }, (_, i) =>
-        send(i % 2 ? a.port : b.port, '/notify/v1/health', { headers: { 'X-API-Key': k.value.key } }),
+        send(i % 2 ? a.port : b.port, '/notify/v1/health', { headers: { 'X-API-Key': k.key } }),
       ),
     );
     const count = (s: number) => all.filter((r) => r.status === s).length;
@@ -417,16 +418,11 @@ describe('two gateway instances on one Redis', () => {
   });
 
   test('a key created on one instance authenticates on the other; revocation reaches both within 1 s', async () => {
-    assert.ok((await a.gw.service.createCompany({ id: 'rev-co', tier: 'standard' })).ok);
-    const k = await a.gw.service.createKey('rev-co', {});
-    assert.ok(k.ok);
-    const headers = { 'X-API-Key': k.value.key };
+    const k = await createCompanyAndKey(a.gw.service, 'rev-co');
+    const headers = { 'X-API-Key': k.key };
     assert.equal((await send(b.port, '/notify/v1/health', { headers })).status, 200);
     assert.equal((await send(a.port, '/notify/v1/health', { headers })).status, 200);
-    const revoked = await fetch(`http://127.0.0.1:${a.adminPort}/admin/v1/keys/${k.value.id}`, {
-      method: 'DELETE',
-      headers: { Authorization: 'Bearer test-admin-token-0123456789abcdef' },
-    });
+    const revoked = await adminApi(a.adminPort)('DELETE', `/admin/v1/keys/${k.id}`);
     assert.equal(revoked.status, 200);
     for (const gw of [a, b]) {
       const took = await eventually(
@@ -490,17 +486,15 @@ describe('Redis down: bounded answers, cached keys keep working, recovery by its
     await redis.restart();
     await eventually(async () => (await send(t.port, '/readyz')).status === 200, 5000, 100);
     // The restarted Redis is empty (no persistence in tests): create again and use it.
-    assert.ok((await t.gw.service.createCompany({ id: 'c2', tier: 'free' })).ok);
-    const fresh = await t.gw.service.createKey('c2', {});
-    assert.ok(fresh.ok);
+    const fresh = await createCompanyAndKey(t.gw.service, 'c2', { tier: 'free' });
     assert.equal(
-      (await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': fresh.value.key } })).status,
+      (await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': fresh.key } })).status,
       200,
     );
     // The outage was logged (connection errors, 503s), without Redis key names, hashes or keys.
     const text = t.logText();
     assert.match(text, /connection error|Key store is unavailable/);
     assert.ok(!/ng:(kh|k|c|ck|ca):|[0-9a-f]{64}/.test(text), 'a Redis key name or a hash in the log');
-    for (const k of [cached.value.key, uncached.value.key, fresh.value.key]) assert.ok(!text.includes(k));
+    for (const k of [cached.value.key, uncached.value.key, fresh.key]) assert.ok(!text.includes(k));
   });
 });

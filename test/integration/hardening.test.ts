@@ -11,6 +11,7 @@ import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { createExampleBackend } from '../../src/demo/backend.js';
 import { gatewaySignatureMiddleware, signGatewayRequest, verifyGatewaySignature } from '../../src/signing.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
 import { ADMIN_TOKEN, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/http.js';
 import { createOutputSweep } from '../helpers/output-sweep.js';
@@ -55,11 +56,9 @@ function sendFrom(localAddress: string, port: number, path: string, key?: string
 const canaries: string[] = [];
 
 async function setupCompany(t: TestGateway, id: string, tier = 'standard') {
-  assert.ok((await t.gw.service.createCompany({ id, tier })).ok);
-  const k = await t.gw.service.createKey(id, {});
-  assert.ok(k.ok);
-  canaries.push(k.value.key);
-  return k.value;
+  const k = await createCompanyAndKey(t.gw.service, id, { tier });
+  canaries.push(k.key);
+  return k;
 }
 
 describe('hostile input', () => {

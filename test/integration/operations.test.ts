@@ -10,6 +10,7 @@ import { startTestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
 
 const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const TOKEN = 'ops-admin-token-0123456789abcdef';
@@ -180,9 +181,7 @@ describe('operations', () => {
       log: { level: 'warn' },
     });
     try {
-      assert.ok((await t.gw.service.createCompany({ id: 'tls', tier: 'free' })).ok);
-      const k = await t.gw.service.createKey('tls', {});
-      assert.ok(k.ok);
+      const k = await createCompanyAndKey(t.gw.service, 'tls', { tier: 'free' });
       upstream.received.length = 0;
       const status = await new Promise<number>((resolve, reject) => {
         const req = httpsRequest(
@@ -190,7 +189,7 @@ describe('operations', () => {
             host: '127.0.0.1',
             port: t.port,
             path: '/notify/v1/x',
-            headers: { 'X-API-Key': k.value.key },
+            headers: { 'X-API-Key': k.key },
             rejectUnauthorized: false,
           },
           (res) => {
@@ -220,18 +219,15 @@ describe('operations', () => {
       log: { level: 'warn' },
     });
     try {
-      for (const gw of [behind, direct])
-        assert.ok((await gw.gw.service.createCompany({ id: 'p', tier: 'free' })).ok);
-      const kb = await behind.gw.service.createKey('p', {});
-      const kd = await direct.gw.service.createKey('p', {});
-      assert.ok(kb.ok && kd.ok);
-      const plain = await send(behind.port, '/notify/v1/x', { headers: { 'X-API-Key': kb.value.key } });
+      const kb = await createCompanyAndKey(behind.gw.service, 'p', { tier: 'free' });
+      const kd = await createCompanyAndKey(direct.gw.service, 'p', { tier: 'free' });
+      const plain = await send(behind.port, '/notify/v1/x', { headers: { 'X-API-Key': kb.key } });
       assert.equal(plain.status, 403);
       assert.deepEqual(plain.json, { error: 'Forbidden', details: 'HTTPS is required' });
       upstream.received.length = 0;
       const viaProxy = await send(behind.port, '/notify/v1/x', {
         headers: {
-          'X-API-Key': kb.value.key,
+          'X-API-Key': kb.key,
           'X-Forwarded-Proto': 'https',
           'X-Forwarded-For': '203.0.113.7',
         },
@@ -245,7 +241,7 @@ describe('operations', () => {
       );
       // The same header from a peer that is not a trusted proxy is not believed.
       const spoofed = await send(direct.port, '/notify/v1/x', {
-        headers: { 'X-API-Key': kd.value.key, 'X-Forwarded-Proto': 'https' },
+        headers: { 'X-API-Key': kd.key, 'X-Forwarded-Proto': 'https' },
       });
       assert.equal(spoofed.status, 403);
     } finally {

@@ -5,6 +5,7 @@ import { startCpuGateway, type CpuGateway } from '../helpers/cpu-gateway.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { send } from '../helpers/http.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
 
 /**
  * Invariant 8: work before a key is verified is linear, small and capped. Each worst-case URL of
@@ -151,10 +152,8 @@ describe('URL caps before authentication', () => {
       rateLimit: { authFailures: { enabled: false } },
       urlKeyGuard: { maxParams: 8, maxPathSegments: 6 },
     });
-    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'standard' })).ok);
-    const k = await t.gw.service.createKey('acme', {});
-    assert.ok(k.ok);
-    key = k.value.key;
+    const k = await createCompanyAndKey(t.gw.service, 'acme');
+    key = k.key;
   });
   after(async () => {
     await t?.close();

@@ -5,6 +5,7 @@ import { verifyGatewaySignature } from '../../src/signing.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { send, sendRaw } from '../helpers/http.js';
 import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
 
 /**
  * What crosses the gateway (INVARIANTS #9, #10, #1): each test asserts on exactly what the
@@ -94,10 +95,8 @@ describe('what the upstream and the client see', () => {
       headers: { acceptClientRequestId: true },
       rateLimit: { tiers: [{ name: 'standard', points: 100_000, duration: 60 }] },
     });
-    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'standard' })).ok);
-    const k = await t.gw.service.createKey('acme', {});
-    assert.ok(k.ok);
-    key = k.value.key;
+    const k = await createCompanyAndKey(t.gw.service, 'acme');
+    key = k.key;
   });
   after(async () => {
     await t?.close();
@@ -469,10 +468,8 @@ describe('configured names and signatures', () => {
       upstream: { maxSockets: 1 },
       headers: { stripFromClients: ['X-Internal-Token', 'X-Debug-*'] },
     });
-    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'standard' })).ok);
-    const k = await t.gw.service.createKey('acme', {});
-    assert.ok(k.ok);
-    key = k.value.key;
+    const k = await createCompanyAndKey(t.gw.service, 'acme');
+    key = k.key;
   });
   after(async () => {
     await t?.close();

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import type { AdminService, CreatedKey } from '../../src/admin/service.js';
+import { ADMIN_TOKEN } from './gateway.js';
+
+/** What a test may set on the company it creates; every field has the admin API's default. */
+export interface TestCompanyOptions {
+  tier?: string;
+  status?: 'active' | 'pending' | 'suspended';
+  apiAccess?: boolean;
+  /** Label of the key. */
+  label?: string;
+}
+
+/**
+ * The one way tests create a company and a key for it: through the gateway's own `AdminService`
+ * (`t.gw.service`, or a service built on a bare store), so the records are exactly what the admin
+ * API would write. Asserts that both writes succeeded and returns the create-key answer, whose
+ * `key` is the plaintext.
+ */
+export async function createCompanyAndKey(
+  service: AdminService,
+  id: string,
+  opts: TestCompanyOptions = {},
+): Promise<CreatedKey> {
+  const { label, ...company } = opts;
+  const c = await service.createCompany({ id, tier: 'standard', ...company });
+  assert.ok(c.ok, JSON.stringify(c));
+  const k = await service.createKey(id, label === undefined ? {} : { label });
+  assert.ok(k.ok, JSON.stringify(k));
+  return k.value;
+}
+
+/** One admin API answer: the status, the raw text, and the body parsed for assertions. */
+export interface AdminReply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed JSON body (null when the body is not JSON), loosely typed for assertions. */
+  body: Record<string, unknown> & Record<string, unknown>[];
+  /** The same parsed body, for answers that are lists. */
+  list: Record<string, unknown>[];
+}
+
+/** A call to the admin API: method, path, optional JSON body, or `raw` text sent as it is. */
+export type AdminCall = (method: string, path: string, body?: unknown, raw?: string) => Promise<AdminReply>;
+
+/**
+ * The one admin API client of the tests: calls on 127.0.0.1:`port` with `Authorization: Bearer
+ * <token>` (ADMIN_TOKEN by default; `null` sends no Authorization header) and a JSON content type.
+ */
+export function adminApi(port: number, token: string | null = ADMIN_TOKEN): AdminCall {
+  return async (method, path, body, raw) => {
+    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+    if (token !== null) headers.Authorization = `Bearer ${token}`;
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers,
+      ...(raw !== undefined ? { body: raw } : body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = null;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      body: parsed as AdminReply['body'],
+      list: parsed as AdminReply['list'],
+    };
+  };
+}

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { adminErrorCode } from '../../../src/admin/router.js';
+import { isStoreOutage } from '../../../src/store/types.js';
+
+describe('admin error mapping', () => {
+  test('store outages are 503, everything else unexpected is 500', () => {
+    const outages = [
+      new Error('Connection is closed.'),
+      new Error("Stream isn't writeable and enableOfflineQueue options is false"),
+      new Error('Command timed out'),
+      Object.assign(new Error('Reached the max retries per request limit'), {
+        name: 'MaxRetriesPerRequestError',
+      }),
+      Object.assign(new Error('Failed to refresh slots cache.'), { name: 'ClusterAllFailedError' }),
+      new Error('CLUSTERDOWN The cluster is down'),
+      new Error('LOADING Redis is loading the dataset in memory'),
+      new Error('connect ECONNREFUSED 127.0.0.1:6379'),
+    ];
+    for (const e of outages) {
+      assert.equal(isStoreOutage(e), true, e.message);
+      assert.equal(adminErrorCode(e), 'STORE_UNAVAILABLE', e.message);
+    }
+    const bugs: unknown[] = [
+      new TypeError("Cannot read properties of undefined (reading 'x')"),
+      new Error('ERR Error running script (call to f_0123): @user_script:1: bad argument'),
+      new Error('NOPERM User has no permissions to access the channel'),
+      new Error('WRONGTYPE Operation against a key holding the wrong kind of value'),
+      'a string',
+      null,
+    ];
+    for (const e of bugs) {
+      assert.equal(isStoreOutage(e), false, String(e));
+      assert.equal(adminErrorCode(e), 'INTERNAL', String(e));
+    }
+  });
+  test("body-parser's client errors keep their meaning", () => {
+    assert.equal(adminErrorCode({ status: 400, type: 'entity.parse.failed' }), 'ADMIN_INVALID_JSON');
+    assert.equal(adminErrorCode({ status: 413, type: 'entity.too.large' }), 'ADMIN_PAYLOAD_TOO_LARGE');
+    assert.equal(
+      adminErrorCode({ status: 415, type: 'encoding.unsupported' }),
+      'ADMIN_UNSUPPORTED_MEDIA_TYPE',
+    );
+    assert.equal(adminErrorCode({ status: 400, type: 'request.aborted' }), 'BAD_REQUEST');
+  });
+});

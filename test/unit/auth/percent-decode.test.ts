@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { percentDecode } from '../../../src/auth/percent-decode.js';
+
+/** decodeURIComponent, or null where it throws. */
+function reference(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/** Strings made of the pieces that stress a decoder: escapes of every UTF-8 byte class, broken ones, surrogates. */
+const hostile = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom(
+        '%',
+        '%2',
+        '%25',
+        '%41',
+        '%4',
+        '%G1',
+        '%C2',
+        '%C3',
+        '%A9',
+        '%BF',
+        '%80',
+        '%E0',
+        '%ED',
+        '%A0',
+        '%9F',
+        '%EF%BB%BF',
+        '%E2%82',
+        '%AC',
+        '%F0',
+        '%F4',
+        '%90',
+        '%8F',
+        '%9F%98%80',
+        '%FF',
+        '%C0%AF',
+        'x',
+        '+',
+        'é',
+        '😀',
+        '\uD800',
+        '\uDC00',
+      ),
+      fc.string({ maxLength: 3 }),
+      fc.string({ unit: 'grapheme', maxLength: 4 }).map(encodeURIComponent),
+    ),
+    { maxLength: 24 },
+  )
+  .map((parts) => parts.join(''));
+
+describe('percentDecode', () => {
+  test('decodes escapes as UTF-8; broken escapes stay literal; invalid UTF-8 becomes U+FFFD', () => {
+    const cases: [string, string][] = [
+      ['plain', 'plain'],
+      ['a%20b', 'a b'],
+      ['%', '%'],
+      ['%2', '%2'],
+      ['%%41', '%A'],
+      ['%G1', '%G1'],
+      ['%25', '%'],
+      ['%2541', '%41'],
+      ['%C3%A9', 'é'],
+      ['%c3%a9', 'é'],
+      ['%F0%9F%98%80', '😀'],
+      ['%EF%BB%BFx', '\uFEFFx'],
+      ['%FF', '\uFFFD'],
+      ['%C3', '\uFFFD'],
+      ['%C3x', '\uFFFDx'],
+      ['%C3%C3%A9', '\uFFFDé'],
+      ['%E2%82', '\uFFFD'],
+      ['%ED%A0%80', '\uFFFD\uFFFD\uFFFD'],
+      ['%C0%AF', '\uFFFD\uFFFD'],
+      ['a+b', 'a+b'],
+    ];
+    for (const [input, want] of cases) {
+      assert.equal(percentDecode(input), want, input);
+      // The long path (native) must give the same answer as the short one (JS).
+      const pad = 'p'.repeat(100);
+      assert.equal(percentDecode(pad + input), pad + want, `${input} (long)`);
+    }
+  });
+
+  test('property: never throws, and equals decodeURIComponent wherever that succeeds', () => {
+    fc.assert(
+      fc.property(fc.oneof(hostile, fc.string({ unit: 'binary', maxLength: 80 })), (s) => {
+        const got = percentDecode(s);
+        const ref = reference(s);
+        if (ref !== null) assert.equal(got, ref);
+      }),
+      { numRuns: 20_000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 60 }), (s) => {
+        assert.equal(percentDecode(encodeURIComponent(s)), s);
+        assert.equal(percentDecode(encodeURIComponent(encodeURIComponent(s))), encodeURIComponent(s));
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  test('property: short strings (decoded in JS) and long ones (decoded natively) agree', () => {
+    const pad = 'p'.repeat(70);
+    fc.assert(
+      fc.property(hostile, (s) => {
+        if (s.length > 64) return;
+        assert.equal(percentDecode(pad + s), pad + percentDecode(s), JSON.stringify(s));
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  test('a lone surrogate stays as it is, as with decodeURIComponent', () => {
+    for (const pad of ['', 'p'.repeat(70)]) {
+      assert.equal(percentDecode(pad + '%41\uD800'), pad + 'A\uD800');
+      assert.equal(percentDecode(pad + '\uDC00%41\uD83D\uDE00'), pad + '\uDC00A😀');
+    }
+  });
+
+  test('linear: 16 KB of the worst shapes decode in bounded time', () => {
+    for (const unit of ['%', '%25', '%C3', '%FF', '%C3%A9', '%4', '%%41']) {
+      const s = unit.repeat(Math.floor(16_384 / unit.length));
+      const out = percentDecode(s);
+      assert.ok(out.length <= s.length, unit);
+    }
+  });
+});

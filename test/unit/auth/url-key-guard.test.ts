@@ -1,0 +1,286 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { generateApiKey } from '../../../src/auth/api-key.js';
+import { createUrlKeyGuard, normaliseParamName } from '../../../src/auth/url-key-guard.js';
+import { DEFAULT_URL_KEY_PARAMS } from '../../../src/config/schema.js';
+
+const check = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS);
+
+describe('URL key guard', () => {
+  test('key-like names in any case, separator or %-encoding', () => {
+    for (const url of [
+      '/a?api_key=1',
+      '/a?API_KEY=1',
+      '/a?Api-Key=1',
+      '/a?apikey=1',
+      '/a?api%5Fkey=1',
+      '/a?%61pi_key=1',
+      '/a?%2561pi_key=1',
+      '/a?%252561pi_key=1',
+      '/a?x-api-key=1',
+      '/a?X_API_KEY=1',
+      '/a?key',
+      '/a?token=',
+      '/a?x=1;api_key=2',
+      '/a?access_key=1',
+      '/a?api.key=1',
+      '/a;api_key=1',
+      '/a;v=1;API-KEY=1/b',
+      '/a%3Bapi_key=1',
+    ]) {
+      assert.equal(check(url).found, true, url);
+    }
+  });
+
+  test('key-shaped values anywhere: other params, path, names, double-encoded', () => {
+    const k = generateApiKey('live');
+    for (const url of [
+      `/a?q=${k}`,
+      `/a/${k}`,
+      `/a?${k}`,
+      `/a?q=${encodeURIComponent(encodeURIComponent(k))}`,
+      `/a%2F${k}`,
+      `/a?q=prefix${k}suffix`,
+    ]) {
+      const r = check(url);
+      assert.equal(r.found, true, url);
+      assert.ok(r.found && r.candidates.includes(k), url);
+    }
+  });
+
+  test('ordinary URLs pass', () => {
+    for (const url of [
+      '/notify/v1/otps',
+      '/notify/v1/otps?page=2&sort=desc',
+      '/a?monkey=1',
+      '/a?keys=1',
+      '/a?nk_=1',
+      '/a?identifier=nk_live_short',
+    ]) {
+      assert.equal(check(url).found, false, url);
+    }
+  });
+
+  test('normalised names', () => {
+    assert.equal(normaliseParamName('X-API_Key'), 'xapikey');
+    assert.equal(normaliseParamName('%58-Api-Key'), 'xapikey');
+  });
+
+  test('property: never throws on arbitrary input, and a key placed anywhere in a query is found', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (s) => {
+        check('/' + s);
+        check('/a?' + s);
+      }),
+      { numRuns: 3000 },
+    );
+    const k = generateApiKey('test');
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 30 }).map(encodeURIComponent),
+        fc.string({ maxLength: 30 }).map(encodeURIComponent),
+        (a, b) => {
+          assert.equal(check(`/x?${a}=${b}&p=${k}`).found, true);
+          assert.equal(check(`/x?${a}=${encodeURIComponent(k)}`).found, true);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+/**
+ * The guard as it was before the linear rewrite (decodeURIComponent in try/catch, split by regex):
+ * the oracle for "same detection". It differs only where decodeURIComponent threw on non-ASCII
+ * escapes (it fell back to Latin-1 there; the new decoder follows WHATWG and gives U+FFFD).
+ */
+function createPreviousGuard(paramNames: readonly string[]) {
+  const KEY_LIKE = /nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{38}/g;
+  const decode = (s: string): string => {
+    let cur = s.includes('+') ? s.replace(/\+/g, ' ') : s;
+    for (let i = 0; i < 4 && cur.includes('%'); i++) {
+      let next: string;
+      try {
+        next = decodeURIComponent(cur);
+      } catch {
+        next = cur.replace(/%([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+      }
+      if (next === cur) break;
+      cur = next;
+    }
+    return cur;
+  };
+  const norm = (n: string) =>
+    decode(n)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '');
+  const names = new Set(paramNames.map(norm));
+  const shaped = (t: string, out: string[]) => {
+    if (t.includes('nk_')) for (const m of t.matchAll(KEY_LIKE)) out.push(m[0]);
+  };
+  const pairs = (params: string, out: string[]) => {
+    for (const pair of params.split(/[&;]/)) {
+      if (pair === '') continue;
+      const eq = pair.indexOf('=');
+      const rawName = eq === -1 ? pair : pair.slice(0, eq);
+      const value = eq === -1 ? '' : decode(pair.slice(eq + 1));
+      if (names.has(norm(rawName))) out.push(value);
+      else shaped(value, out);
+      shaped(decode(rawName), out);
+    }
+  };
+  return (url: string) => {
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const out: string[] = [];
+    if (path.includes('nk_') || path.includes('%')) shaped(decode(path), out);
+    if (path.includes(';') || path.includes('%')) {
+      const d = decode(path);
+      const semi = d.indexOf(';');
+      if (semi !== -1) pairs(d.slice(semi + 1).replace(/\//g, ';'), out);
+    }
+    if (q !== -1) pairs(url.slice(q + 1), out);
+    return out.length ? { found: true, candidates: out } : { found: false };
+  };
+}
+
+describe('URL key guard: same detection, linear cost, caps', () => {
+  const previous = createPreviousGuard(DEFAULT_URL_KEY_PARAMS);
+  const k = generateApiKey('live');
+  const piece = fc.constantFrom(
+    'api_key',
+    'API%5FKEY',
+    '%2561pi_key',
+    'Api-Key',
+    'token',
+    'tok',
+    'x',
+    'v',
+    k,
+    encodeURIComponent(k),
+    `nk%5Flive%5F${k.slice(8)}`,
+    'nk_',
+    '%',
+    '%25',
+    '%2',
+    '%zz',
+    '=',
+    '&',
+    ';',
+    '/',
+    '+',
+    '%3B',
+    '%26',
+    '%3D',
+    '%2F',
+    '%252F',
+    '%C3%A9',
+    '%FF',
+    'é',
+    '?',
+  );
+  const url = fc.array(piece, { maxLength: 16 }).map((ps) => '/' + ps.join(''));
+
+  test('property: the same answer as the previous guard (same candidates wherever its decoding did not throw)', () => {
+    fc.assert(
+      fc.property(url, (u) => {
+        const now = check(u);
+        const before = previous(u);
+        assert.equal(now.found, before.found, u);
+        assert.equal(now.overLimit, undefined, u);
+        if (!u.includes('%C3') && !u.includes('%FF') && !u.includes('é')) assert.deepEqual(now, before, u);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  test('property: never throws, and the answer is bounded, on hostile input of any size', () => {
+    const hostile = fc.array(fc.oneof(piece, fc.string({ unit: 'binary', maxLength: 4 })), {
+      maxLength: 400,
+    });
+    fc.assert(
+      fc.property(hostile, fc.boolean(), (ps, inQuery) => {
+        const r = check((inQuery ? '/a?' : '/') + ps.join(''));
+        if (r.found) assert.ok(r.candidates.length <= 2 * 256 + 1000);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test('parameters past maxParams: overLimit, key-shaped values still found anywhere', () => {
+    const small = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS, { maxParams: 4, maxPathSegments: 3 });
+    assert.deepEqual(small('/a?p=1&p=2&p=3&p=4'), { found: false });
+    assert.deepEqual(small('/a?p=1&p=2&p=3&p=4&p=5'), { found: false, overLimit: true });
+    // Empty pieces count: the scan stops after maxParams pieces whatever they hold.
+    assert.deepEqual(small('/a?&&&&&'), { found: false, overLimit: true });
+    assert.deepEqual(small('/a;x;y;z/b;c;d?q=1'), { found: false, overLimit: true });
+    // A key-named parameter past the cap is not examined (the request is refused anyway)...
+    assert.deepEqual(small('/a?p&p&p&p&api_key=legacy-key-value'), { found: false, overLimit: true });
+    // ...but a plain key-shaped value is still found, in the query or the path (an encoded one
+    // past the cap is not: the URL is refused and not logged, it is just not flagged exposed).
+    assert.deepEqual(small(`/a?p&p&p&p&q=${k}`), { found: true, candidates: [k], overLimit: true });
+    assert.deepEqual(small(`/a?p&p&p&p&q=${encodeURIComponent(k.replace('_', '%5F'))}`), {
+      found: false,
+      overLimit: true,
+    });
+    // (The path scan finds it as well as the matrix scan: duplicates are harmless.)
+    const m = small(`/a;p;p;p;p;${k}`);
+    assert.ok(m.found && m.overLimit && m.candidates.every((c) => c === k));
+  });
+
+  test('path segments past maxPathSegments: overLimit, key-shaped values still found', () => {
+    const small = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS, { maxParams: 4, maxPathSegments: 3 });
+    assert.deepEqual(small('/a/b/c'), { found: false });
+    assert.deepEqual(small('/a/b/c?api_key=1'), { found: true, candidates: ['1'] });
+    assert.deepEqual(small('/a/b/c/d'), { found: false, overLimit: true });
+    assert.deepEqual(small(`/a/b/c/${k}`), { found: true, candidates: [k], overLimit: true });
+    assert.deepEqual(small(`/a/b/c/d?q=${k}`), { found: true, candidates: [k], overLimit: true });
+  });
+
+  test('the default caps: 256 parameters, 128 segments', () => {
+    assert.equal(check('/a?' + 'p=1&'.repeat(255) + 'p=1').overLimit, undefined);
+    assert.equal(check('/a?' + 'p=1&'.repeat(256) + 'p=1').overLimit, true);
+    assert.equal(check('/a'.repeat(128)).overLimit, undefined);
+    assert.equal(check('/a'.repeat(129)).overLimit, true);
+  });
+
+  test('16 KB of the worst shapes: each costs about as much as a benign URL of the same size', () => {
+    const size = 16_000;
+    const fill = (prefix: string, unit: string) =>
+      prefix + unit.repeat(Math.floor((size - prefix.length) / unit.length));
+    const cost = (u: string) => {
+      for (let i = 0; i < 20; i++) check(u);
+      const runs: number[] = [];
+      for (let r = 0; r < 7; r++) {
+        const t = process.cpuUsage();
+        for (let i = 0; i < 50; i++) check(u);
+        const d = process.cpuUsage(t);
+        runs.push(d.user + d.system);
+      }
+      return runs.sort((a, b) => a - b)[3]!;
+    };
+    // The benign reference is a plain path of the same size: the guard reads it with one native pass.
+    const base = Math.max(cost(fill('/a?q=', 'a')), cost(fill('/a/', 'a')), 1000);
+    for (const unit of [
+      '%',
+      '%&',
+      '%25',
+      '%25252541&',
+      'k%252561=v&',
+      ';',
+      '&',
+      '=',
+      'a=&',
+      'nk_live_&',
+      '%C3%A9',
+      '%FF%C3',
+      'é',
+    ])
+      for (const prefix of ['/a?', '/a;', '/a/']) {
+        const u = fill(prefix, unit);
+        // Generous: the unit test runs on a shared machine; the integration test holds the 3× line.
+        assert.ok(cost(u) < 40 * base, `${prefix}${unit}…: ${cost(u)} µs vs ${base} µs`);
+      }
+  });
+});

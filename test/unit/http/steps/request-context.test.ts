@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { createRequestContext } from '../../../../src/http/steps/request-context.js';
+import { createMetrics } from '../../../../src/observability/metrics.js';
+import { eventually, send } from '../../../helpers/http.js';
+import { captureLogger, serveStep, seriesValue, type StepServer } from '../../../helpers/step-server.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+async function start(over: Partial<Parameters<typeof createRequestContext>[0]> = {}) {
+  const log = captureLogger();
+  const metrics = createMetrics({ processMetrics: false });
+  const step = createRequestContext({
+    requestIdHeader: 'x-request-id',
+    acceptClientRequestId: false,
+    trustedProxies: [],
+    keyMaxLength: 256,
+    accessLog: true,
+    logger: log.logger,
+    metrics,
+    ...over,
+  });
+  const srv = await serveStep(step, { state: false });
+  servers.push(srv);
+  return { srv, log, metrics };
+}
+const servers: StepServer[] = [];
+after(() => Promise.all(servers.map((s) => s.close())));
+
+describe('request context step', () => {
+  test('a client request id that carries the presented key is not adopted', async () => {
+    const { srv } = await start({ acceptClientRequestId: true });
+    const key = 'nk_live_' + 'a1B2c3D4e5'.repeat(3) + 'XyZ9ab';
+    const leaked = await send(srv.port, '/x', { headers: { 'X-API-Key': key, 'X-Request-Id': key } });
+    assert.match(String(leaked.headers['x-request-id']), UUID);
+    const fine = await send(srv.port, '/x', { headers: { 'X-API-Key': key, 'X-Request-Id': 'trace-42' } });
+    assert.equal(fine.headers['x-request-id'], 'trace-42');
+  });
+
+  test('sets the request state and answers a fresh request id, ignoring the client one', async () => {
+    const { srv } = await start();
+    const r = await send(srv.port, '/notify/v1/x?q=1', { headers: { 'X-Request-Id': 'client-chosen' } });
+    assert.equal(r.status, 200);
+    const gw = srv.reached[0]!.gw!;
+    assert.match(gw.id, UUID);
+    assert.equal(r.headers['x-request-id'], gw.id);
+    assert.equal(gw.route, '-');
+    assert.equal(gw.clientIp, '127.0.0.1');
+    assert.equal(gw.peerTrusted, false);
+    assert.equal(typeof gw.start, 'bigint');
+  });
+
+  test('reuses a well-formed client request id when allowed, replaces a malformed one', async () => {
+    const { srv } = await start({ acceptClientRequestId: true });
+    const ok = await send(srv.port, '/a', { headers: { 'X-Request-Id': 'abc.DEF_1:2-3' } });
+    assert.equal(ok.headers['x-request-id'], 'abc.DEF_1:2-3');
+    assert.equal(srv.reached[0]!.gw!.id, 'abc.DEF_1:2-3');
+    for (const bad of ['has space', 'x'.repeat(129), 'semi;colon']) {
+      const r = await send(srv.port, '/a', { headers: { 'X-Request-Id': bad } });
+      assert.match(String(r.headers['x-request-id']), UUID, bad);
+    }
+  });
+
+  test('believes X-Forwarded-For only from a trusted proxy', async () => {
+    const untrusted = (await start()).srv;
+    await send(untrusted.port, '/a', { headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    assert.equal(untrusted.reached[0]!.gw!.clientIp, '127.0.0.1');
+    const trusted = (await start({ trustedProxies: ['127.0.0.1'] })).srv;
+    await send(trusted.port, '/a', { headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    assert.equal(trusted.reached[0]!.gw!.clientIp, '203.0.113.9');
+    assert.equal(trusted.reached[0]!.gw!.peerTrusted, true);
+  });
+
+  test('on close: counts the request, releases the in-flight gauge and writes one access log line without the query', async () => {
+    const { srv, log, metrics } = await start();
+    const r = await send(srv.port, '/notify/v1/x?api_secret=zzz');
+    await eventually(async () => log.lines().some((l) => l.msg === 'request'), 2000);
+    const line = log.lines().find((l) => l.msg === 'request')!;
+    assert.equal(line.level, 'info');
+    assert.equal(line.requestId, r.headers['x-request-id']);
+    assert.equal(line.path, '/notify/v1/x');
+    assert.equal(line.method, 'GET');
+    assert.equal(line.status, 200);
+    assert.equal(line.route, '-');
+    assert.equal(line.clientIp, '127.0.0.1');
+    assert.doesNotMatch(JSON.stringify(log.lines()), /zzz/);
+    assert.equal(await seriesValue(metrics.requests, { route: '-', status: '200' }), 1);
+    assert.equal(await seriesValue(metrics.inflight), 0);
+  });
+
+  test('probes log at debug level; a URL that carried a key is logged redacted', async () => {
+    const { srv, log } = await start();
+    await send(srv.port, '/healthz');
+    const keyed = await startKeyInUrl();
+    await send(keyed.srv.port, '/a;api_key=secret-value');
+    await eventually(async () => log.lines().length === 1 && keyed.log.lines().length === 1, 2000);
+    assert.equal(log.lines()[0]!.level, 'debug');
+    assert.equal(keyed.log.lines()[0]!.path, '[redacted: key in URL]');
+    assert.doesNotMatch(JSON.stringify(keyed.log.lines()), /secret-value/);
+  });
+
+  test('no access log line when the access log is off; metrics still count', async () => {
+    const { srv, log, metrics } = await start({ accessLog: false });
+    await send(srv.port, '/a');
+    await eventually(
+      async () => (await seriesValue(metrics.requests, { route: '-', status: '200' })) === 1,
+      2000,
+    );
+    assert.deepEqual(log.lines(), []);
+  });
+
+  test('invalid options throw when the step is built', () => {
+    const { logger } = captureLogger();
+    const metrics = createMetrics({ processMetrics: false });
+    const base = {
+      requestIdHeader: 'x-request-id',
+      acceptClientRequestId: false,
+      trustedProxies: [],
+      keyMaxLength: 256,
+      accessLog: true,
+      logger,
+      metrics,
+    };
+    assert.throws(() => createRequestContext({ ...base, keyMaxLength: 0 }), TypeError);
+    assert.throws(() => createRequestContext({ ...base, requestIdHeader: 'X-Request-Id' }), TypeError);
+    assert.throws(() => createRequestContext({ ...base, requestIdHeader: '' }), TypeError);
+    assert.throws(() => createRequestContext({ ...base, trustedProxies: ['not an address'] }));
+  });
+});
+
+/** The step followed by a handler that marks the URL as having carried a key (as the URL key guard does). */
+async function startKeyInUrl() {
+  const log = captureLogger();
+  const step = createRequestContext({
+    requestIdHeader: 'x-request-id',
+    acceptClientRequestId: false,
+    trustedProxies: [],
+    keyMaxLength: 256,
+    accessLog: true,
+    logger: log.logger,
+    metrics: createMetrics({ processMetrics: false }),
+  });
+  const srv = await serveStep(step, {
+    state: false,
+    final: (req, res) => {
+      req.gw.keyInUrl = true;
+      res.status(401).end();
+    },
+  });
+  servers.push(srv);
+  return { srv, log };
+}

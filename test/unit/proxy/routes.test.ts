@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createRouteMatcher, isSafeRequestPath, methodRuleOf } from '../../../src/proxy/routes.js';
+import {
+  createHeaderScrubber,
+  normaliseHeaderName,
+  scrubResponseHeaders,
+} from '../../../src/proxy/trusted-headers.js';
+
+describe('route method rules', () => {
+  test('the default list, GET implying HEAD, config order kept, refused methods never allowed', () => {
+    assert.equal(methodRuleOf({}).allow, 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+    const ro = methodRuleOf({ methods: ['POST', 'GET'] });
+    assert.equal(ro.allow, 'POST, GET, HEAD');
+    assert.ok(ro.allows('HEAD') && ro.allows('GET') && ro.allows('POST'));
+    assert.ok(!ro.allows('PUT') && !ro.allows('get') && !ro.allows('OPTIONS'));
+    assert.equal(methodRuleOf({ methods: ['HEAD', 'GET'] }).allow, 'HEAD, GET');
+    const odd = methodRuleOf({ methods: ['TRACE', 'PROPFIND', 'CONNECT'] });
+    assert.equal(odd.allow, 'PROPFIND');
+    assert.ok(!odd.allows('TRACE') && !odd.allows('CONNECT'));
+    for (const m of ['TRACE', 'TRACK', 'CONNECT']) assert.ok(!methodRuleOf({}).allows(m), m);
+  });
+  test('computed once per route object', () => {
+    const route = { methods: ['GET'] };
+    assert.equal(methodRuleOf(route), methodRuleOf(route));
+  });
+});
+
+describe('route matching', () => {
+  const match = createRouteMatcher([
+    { prefix: '/notify/v1' },
+    { prefix: '/notify/v1/admin' },
+    { prefix: '/billing' },
+  ]);
+  test('longest prefix on segment boundaries', () => {
+    assert.equal(match('/notify/v1')?.prefix, '/notify/v1');
+    assert.equal(match('/notify/v1/otps')?.prefix, '/notify/v1');
+    assert.equal(match('/notify/v1/admin/x')?.prefix, '/notify/v1/admin');
+    assert.equal(match('/notify/v10'), null);
+    assert.equal(match('/notify'), null);
+    assert.equal(match('/billingx'), null);
+  });
+  test('a catch-all route', () => {
+    assert.equal(createRouteMatcher([{ prefix: '/' }])('/anything')?.prefix, '/');
+  });
+  test('`;` ends the prefix segment: `/notify/v1;x` is the /notify/v1 route, as Tomcat reads it', () => {
+    const withCatchAll = createRouteMatcher([{ prefix: '/' }, { prefix: '/notify/v1' }]);
+    assert.equal(withCatchAll('/notify/v1;x')?.prefix, '/notify/v1');
+    assert.equal(withCatchAll('/notify/v1;jsessionid=1/otps')?.prefix, '/notify/v1');
+    assert.equal(withCatchAll('/notify/v1x')?.prefix, '/');
+  });
+  test('unsafe paths: dot segments (plain, encoded, with ;), empty segments, fragments, backslashes, absolute-form', () => {
+    for (const p of [
+      '/notify/v1/../admin',
+      '/notify/v1/%2e%2e/admin',
+      '/notify/v1/.%2E/x',
+      '/a/./b',
+      '/a\\b',
+      'http://evil/x',
+      '//evil/x',
+      '/a%00b',
+      '/notify/v1/%2E%2E%2Fadmin',
+      '/notify/v1//health',
+      '/notify/v1/x#frag',
+      '/notify/v1/..;/admin',
+      '/notify/v1/.%2e;x/admin',
+      // Found by an adversarial pass: encoded `;`, IIS `%u`, overlong UTF-8, double encoding.
+      '/notify/v1/..%3b/admin',
+      '/notify/v1/%2e%2e%3b/admin',
+      '/notify/v1/%u002e%u002e/admin',
+      '/notify/v1/%U002E/x',
+      '/notify/v1/%c0%ae%c0%ae/admin',
+      '/notify/v1/%C1%9C/x',
+      '/notify/v1/%e0%80%ae/x',
+      '/notify/v1/%f0%80%80%ae/x',
+      '/notify/v1/%252e%252e/admin',
+      '/notify/v1/..%252f..%252fadmin',
+      '/notify/v1/%255c/x',
+      '/notify/v1/%252e%252e%253b/admin',
+      '/notify/v1/%2500/x',
+    ]) {
+      assert.equal(isSafeRequestPath(p), false, p);
+    }
+    for (const p of [
+      '/notify/v1/otps',
+      '/notify/v1/file.json',
+      '/a/..b/c',
+      '/v1.2/x',
+      '/',
+      '/a;v=1/b',
+      '/notify/v1/x%2fy',
+      '/notify/v1/caf%c3%a9',
+      '/notify/v1/%25',
+      '/notify/v1/100%25done',
+      '/notify/v1/a%3bb',
+    ])
+      assert.equal(isSafeRequestPath(p), true, p);
+  });
+});
+
+const KEY = 'nk_live_0123456789abcdefghijABCDEFGHIJ0123456789';
+
+describe('trusted header scrubbing', () => {
+  const scrub = createHeaderScrubber({
+    companyId: 'x-company-id',
+    keyId: 'x-api-key-id',
+    companyTier: 'x-company-tier',
+    requestId: 'x-request-id',
+  });
+  test('removes the key, trusted headers in any form, X-Forwarded-*, hop-by-hop and Connection-named headers', () => {
+    const h: Record<string, string> = {
+      host: 'a',
+      'x-api-key': KEY,
+      'x-company-id': 'evil',
+      x_company_id: 'evil',
+      'x-company_tier': 'evil',
+      'x-api-key-id': 'evil',
+      'x-request-id': 'evil',
+      'x-forwarded-for': '1.1.1.1',
+      forwarded: 'for=x',
+      connection: 'keep-alive, x-custom, host, content-length',
+      'x-custom': 'v',
+      'keep-alive': 'timeout=5',
+      te: 'trailers',
+      trailer: 'x-company-id',
+      expect: '100-continue',
+      'content-length': '3',
+      'content-type': 'application/json',
+      'x-other': 'kept',
+    };
+    const before = { ...h };
+    const out = scrub(h);
+    assert.deepEqual(h, before, 'the client view is not changed');
+    assert.deepEqual(out, {
+      host: 'a',
+      'content-length': '3',
+      'content-type': 'application/json',
+      'x-other': 'kept',
+    });
+  });
+  test('the X-Forwarded-* family: dropped from untrusted peers; from trusted ones only the canonical spelling', () => {
+    const h = {
+      'x-forwarded-for': '1.1.1.1',
+      x_forwarded_for: '6.6.6.6',
+      'x-forwarded-port': '443',
+      'x-forwarded-prefix': '/admin',
+      'x-original-url': '/admin',
+      'x-http-method-override': 'DELETE',
+      'proxy-authorization': 'Basic x',
+    };
+    assert.deepEqual(scrub(h), {});
+    assert.deepEqual(scrub(h, true), { 'x-forwarded-for': '1.1.1.1', 'x-forwarded-port': '443' });
+  });
+  test('extra names and prefixes', () => {
+    const s = createHeaderScrubber({ companyId: 'a', keyId: 'b', companyTier: 'c', requestId: 'd' }, [
+      'x-sig',
+      'x-internal-*',
+    ]);
+    assert.deepEqual(
+      s({ 'x-sig': '1', x_sig: '1', 'x-internal-a': '1', x_internal_b: '1', 'x-internals': 'kept' }),
+      {
+        'x-internals': 'kept',
+      },
+    );
+  });
+  test('the key: a header holding it is dropped, a cookie loses only the pair holding it', () => {
+    const out = scrub({
+      'x-api-key': KEY,
+      authorization: `Bearer ${KEY}`,
+      cookie: `a=1; k=${encodeURIComponent(KEY)}; b=2`,
+      'x-other': 'kept',
+    });
+    assert.deepEqual(out, { cookie: 'a=1; b=2', 'x-other': 'kept' });
+  });
+  test('response: Connection-named, hop-by-hop and plain chunked Transfer-Encoding removed in place', () => {
+    const h: Record<string, string> = {
+      connection: 'close, X-Debug, x_internal',
+      'x-debug': '1',
+      x_internal: '1',
+      'keep-alive': 'timeout=5',
+      'proxy-authenticate': 'Basic',
+      upgrade: 'h2c',
+      trailer: 'x-sum',
+      'transfer-encoding': 'chunked',
+      'content-type': 'text/plain',
+    };
+    scrubResponseHeaders(h);
+    assert.deepEqual(h, { 'content-type': 'text/plain' });
+    const gz: Record<string, string> = { 'transfer-encoding': 'gzip, chunked' };
+    scrubResponseHeaders(gz);
+    assert.deepEqual(gz, { 'transfer-encoding': 'gzip, chunked' }, 'other codings stay: the body is in them');
+  });
+  test('normalised names', () => {
+    assert.equal(normaliseHeaderName('X_Company_ID'), 'x-company-id');
+  });
+});

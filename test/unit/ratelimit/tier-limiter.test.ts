@@ -1,0 +1,264 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { GatewayConfig } from '../../../src/config/schema.js';
+import { GatewayError } from '../../../src/errors.js';
+import {
+  AuthFailureLimiter,
+  TierRateLimiter,
+  type FailurePolicy,
+  type RateDecision,
+} from '../../../src/ratelimit/tier-limiter.js';
+import { createRedisClient, waitForReady, type RedisClient } from '../../../src/redis/connection.js';
+import { eventually } from '../../helpers/http.js';
+import { startRedis, type TestRedis } from '../../helpers/redis.js';
+
+// The limiter is the one unit whose whole point is its Redis behaviour, so these tests drive a real
+// redis-server on loopback (test/helpers/redis.ts) and cause failures the way production sees them:
+// SIGSTOP (a hung server: commands time out) and SIGKILL (connection refused).
+
+const TIER = { name: 'small', points: 3, duration: 60 };
+const COMMAND_TIMEOUT_MS = 200;
+
+let redis: TestRedis;
+let client: RedisClient;
+let seq = 0;
+/** A company id no other test has counted against. */
+const fresh = () => `co-${++seq}`;
+
+function limiter(failurePolicy: FailurePolicy, errors: unknown[] = []): TierRateLimiter {
+  return new TierRateLimiter({
+    tiers: [TIER],
+    redis: client,
+    keyPrefix: 'ng-test:',
+    failurePolicy,
+    onStoreError: (err) => errors.push(err),
+  });
+}
+
+async function consumeN(l: TierRateLimiter, companyId: string, n: number): Promise<RateDecision[]> {
+  const out: RateDecision[] = [];
+  for (let i = 0; i < n; i++) out.push(await l.consume(companyId, TIER.name));
+  return out;
+}
+
+const allowed = (ds: RateDecision[]) => ds.map((d) => d.allowed);
+const sources = (ds: RateDecision[]) => [...new Set(ds.map((d) => d.source))];
+
+/** Waits until the limiter counts in Redis again (the client reconnects on its own). */
+async function primaryAgain(l: TierRateLimiter): Promise<void> {
+  await eventually(async () => (await l.consume(fresh(), TIER.name)).source === 'primary', 5000, 50);
+}
+
+before(async () => {
+  redis = await startRedis();
+  client = createRedisClient({
+    url: redis.url,
+    keyPrefix: 'ng-test:',
+    commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    connectTimeoutMs: 500,
+  } as GatewayConfig['store']['redis']);
+  client.on('error', () => undefined); // expected while the server is stopped
+  assert.ok(await waitForReady(client, 5000), 'test Redis reachable');
+});
+after(async () => {
+  redis?.resume();
+  client?.disconnect();
+  await redis?.stop();
+});
+
+describe('TierRateLimiter with Redis up', () => {
+  test('exactly `points` requests pass in a window, then refusals with the reset time', async () => {
+    const l = limiter('closed');
+    const co = fresh();
+    const ds = await consumeN(l, co, TIER.points + 2);
+    assert.deepEqual(allowed(ds), [true, true, true, false, false]);
+    assert.deepEqual(
+      ds.map((d) => d.remaining),
+      [2, 1, 0, 0, 0],
+    );
+    assert.deepEqual(sources(ds), ['primary']);
+    for (const d of ds) {
+      assert.equal(d.limit, TIER.points);
+      assert.ok(d.resetSeconds >= TIER.duration - 2 && d.resetSeconds <= TIER.duration, `${d.resetSeconds}`);
+    }
+    // Counts are per company.
+    assert.equal((await l.consume(fresh(), TIER.name)).allowed, true);
+  });
+
+  test('the count lives in Redis: two instances share it exactly, also when racing', async () => {
+    const a = limiter('insurance');
+    const b = limiter('insurance');
+    const co = fresh();
+    const ds = await Promise.all(
+      Array.from({ length: 4 * TIER.points }, (_, i) => (i % 2 ? a : b).consume(co, TIER.name)),
+    );
+    assert.equal(ds.filter((d) => d.allowed).length, TIER.points);
+    assert.deepEqual(sources(ds), ['primary']);
+  });
+
+  test('an unknown tier is an INTERNAL error, not a pass', async () => {
+    await assert.rejects(
+      limiter('open').consume(fresh(), 'nope'),
+      (err: unknown) => err instanceof GatewayError && err.code === 'INTERNAL',
+    );
+    // The same limiter serves a configured tier, so the rejection above is about the name.
+    assert.equal((await limiter('open').consume(fresh(), TIER.name)).allowed, true);
+  });
+});
+
+describe('TierRateLimiter when Redis fails', () => {
+  test('insurance (Redis hung): counts in memory with the same limit, then Redis again on recovery', async () => {
+    const errors: unknown[] = [];
+    const l = limiter('insurance', errors);
+    const co = fresh();
+    assert.equal((await l.consume(co, TIER.name)).source, 'primary');
+    redis.pause();
+    let ds: RateDecision[];
+    try {
+      ds = await consumeN(l, co, TIER.points + 1);
+    } finally {
+      redis.resume();
+    }
+    // The insurance limiter starts its own count: per instance, the documented under-admission.
+    assert.deepEqual(allowed(ds), [true, true, true, false]);
+    assert.deepEqual(sources(ds), ['insurance']);
+    assert.deepEqual(
+      ds.map((d) => d.remaining),
+      [2, 1, 0, 0],
+    );
+    assert.ok(ds[3]!.resetSeconds >= TIER.duration - 2 && ds[3]!.resetSeconds <= TIER.duration);
+    assert.equal(errors.length, TIER.points + 1, 'every failed Redis call is reported');
+    await primaryAgain(l);
+    // Back on Redis, with exact counts.
+    const next = await consumeN(l, fresh(), TIER.points + 1);
+    assert.deepEqual(allowed(next), [true, true, true, false]);
+    assert.deepEqual(sources(next), ['primary']);
+    // This company used 1 of 3 before the hang. The commands that timed out sat in the hung
+    // server's socket and ran when it resumed, so Redis may have counted them too: after the outage
+    // a company can only get fewer requests than its limit, never more.
+    const back = await consumeN(l, co, 3);
+    assert.ok(back.filter((d) => d.allowed).length <= 2, JSON.stringify(allowed(back)));
+    assert.equal(back[2]!.allowed, false);
+  });
+
+  test('open (Redis gone): every request passes with a full budget, then exact counts on recovery', async () => {
+    const errors: unknown[] = [];
+    const l = limiter('open', errors);
+    const co = fresh();
+    await redis.kill();
+    let ds: RateDecision[];
+    try {
+      ds = await consumeN(l, co, 3 * TIER.points);
+    } finally {
+      await redis.restart();
+    }
+    assert.ok(allowed(ds).every(Boolean));
+    assert.deepEqual(sources(ds), ['open']);
+    for (const d of ds) {
+      assert.equal(d.remaining, TIER.points);
+      assert.equal(d.resetSeconds, TIER.duration);
+    }
+    assert.equal(errors.length, 3 * TIER.points);
+    await primaryAgain(l);
+    // The restarted Redis is empty: a fresh window with the exact limit.
+    assert.deepEqual(allowed(await consumeN(l, co, TIER.points + 1)), [true, true, true, false]);
+  });
+
+  test('closed (Redis hung): 503 RATE_LIMITER_UNAVAILABLE within the command timeout, then passes again', async () => {
+    const l = limiter('closed');
+    const co = fresh();
+    redis.pause();
+    const started = Date.now();
+    try {
+      await assert.rejects(
+        l.consume(co, TIER.name),
+        (err: unknown) =>
+          err instanceof GatewayError && err.code === 'RATE_LIMITER_UNAVAILABLE' && err.status === 503,
+      );
+    } finally {
+      redis.resume();
+    }
+    // Bounded by the command timeout, with a generous margin for a loaded machine.
+    assert.ok(Date.now() - started < COMMAND_TIMEOUT_MS + 2000, `${Date.now() - started} ms`);
+    await primaryAgain(l);
+    assert.deepEqual(allowed(await consumeN(l, fresh(), TIER.points + 1)), [true, true, true, false]);
+    // The refused request's command may have run when Redis resumed (see the insurance test): it
+    // can cost the company one request of the window, never grant one more.
+    const ds = await consumeN(l, co, TIER.points);
+    assert.ok(ds.filter((d) => d.allowed).length >= TIER.points - 1, JSON.stringify(allowed(ds)));
+    assert.equal((await l.consume(co, TIER.name)).allowed, false);
+  });
+});
+
+describe('AuthFailureLimiter', () => {
+  test('blocks an address after exactly `points` failures, for about `duration` seconds', async () => {
+    const l = new AuthFailureLimiter({ points: 3, duration: 60 });
+    assert.equal(await l.blockedFor('10.0.0.1'), 0);
+    for (let i = 0; i < 2; i++) {
+      await l.recordFailure('10.0.0.1');
+      assert.equal(await l.blockedFor('10.0.0.1'), 0, `after ${i + 1} failures`);
+    }
+    await l.recordFailure('10.0.0.1');
+    const wait = await l.blockedFor('10.0.0.1');
+    assert.ok(wait >= 58 && wait <= 60, `${wait}`);
+    assert.equal(await l.blockedFor('10.0.0.2'), 0, 'other addresses are not affected');
+  });
+
+  test('concurrent failures are all counted; the block ends with the window', async () => {
+    const l = new AuthFailureLimiter({ points: 50, duration: 1 });
+    await Promise.all(Array.from({ length: 49 }, () => l.recordFailure('10.0.0.3')));
+    assert.equal(await l.blockedFor('10.0.0.3'), 0);
+    await l.recordFailure('10.0.0.3');
+    assert.equal(await l.blockedFor('10.0.0.3'), 1);
+    await eventually(async () => (await l.blockedFor('10.0.0.3')) === 0, 3000, 50);
+  });
+});
+
+describe('AuthFailureLimiter (per process, per address)', () => {
+  test('tryRecordFailure counts exactly `points` failures per window, then answers the seconds left', () => {
+    const l = new AuthFailureLimiter({ points: 3, duration: 60 });
+    const t0 = 1_000_000;
+    assert.deepEqual(
+      [0, 1, 2, 3, 4].map(() => l.tryRecordFailure('a', t0)),
+      [0, 0, 0, 60, 60],
+    );
+    assert.equal(l.tryRecordFailure('a', t0 + 30_500), 30, 'rounded up');
+    assert.equal(l.tryRecordFailure('b', t0), 0, 'another address has its own budget');
+    assert.equal(l.tryRecordFailure('a', t0 + 60_000), 0, 'a new window starts from zero');
+  });
+
+  test('blockedFor reads without counting; refused attempts counted nothing', () => {
+    const l = new AuthFailureLimiter({ points: 2, duration: 10 });
+    assert.equal(l.blockedFor('a', 0), 0);
+    assert.equal(l.tryRecordFailure('a', 0), 0);
+    assert.equal(l.blockedFor('a', 0), 0);
+    assert.equal(l.blockedFor('a', 0), 0, 'reading twice counts nothing');
+    assert.equal(l.tryRecordFailure('a', 0), 0);
+    assert.equal(l.blockedFor('a', 0), 10);
+    for (let i = 0; i < 5; i++) assert.equal(l.tryRecordFailure('a', 1000), 9);
+    assert.equal(l.blockedFor('a', 10_000), 0, 'the window is over');
+    assert.equal(l.tryRecordFailure('a', 10_000), 0);
+    assert.equal(l.tryRecordFailure('a', 10_000), 0, 'refused attempts did not carry over');
+  });
+
+  test('recordFailure counts whatever the budget', () => {
+    const l = new AuthFailureLimiter({ points: 1, duration: 60 });
+    l.recordFailure('a', 0);
+    l.recordFailure('a', 0);
+    assert.equal(l.blockedFor('a', 0), 60);
+  });
+
+  test('an address that keeps failing is not evicted by a flood of other addresses', () => {
+    const l = new AuthFailureLimiter({ points: 1, duration: 60, maxAddresses: 100 });
+    assert.equal(l.tryRecordFailure('attacker', 0), 0);
+    for (let i = 0; i < 1000; i++) {
+      l.tryRecordFailure(`other-${i}`, 0);
+      assert.ok(l.tryRecordFailure('attacker', 0) > 0, `attacker unblocked after ${i} other addresses`);
+    }
+  });
+
+  test('invalid options throw', () => {
+    assert.throws(() => new AuthFailureLimiter({ points: 0, duration: 60 }), /points/);
+    assert.throws(() => new AuthFailureLimiter({ points: 1, duration: 0 }), /duration/);
+  });
+});
