@@ -214,6 +214,10 @@ export interface FileKeyStoreOptions {
   onReload?: (result: FileReloadResult) => void;
 }
 
+/**
+ * Read-only store backed by the declarative YAML key file (the embedded default): reloaded when the
+ * file changes; a broken file keeps the last good content and reports every problem.
+ */
 export class FileKeyStore implements KeyStore {
   readonly kind = 'file' as const;
   readonly writable = false;

@@ -270,8 +270,12 @@ describe('the request path', () => {
   test('the page lists the step modules in the order src/http/app.ts runs them', () => {
     const app = text('http/app.ts');
     const moduleOf = new Map<string, string>();
-    for (const m of app.matchAll(/import \{ (create\w+) \} from '\.\/(steps\/[\w-]+)\.js'/g)) {
-      moduleOf.set(m[1]!, `${m[2]!}.ts`);
+    for (const m of app.matchAll(/import \{ ([^}]+) \} from '\.\/(steps\/[\w-]+)\.js'/g)) {
+      const factory = m[1]!
+        .split(',')
+        .map((n) => n.trim())
+        .find((n) => n.startsWith('create'));
+      if (factory) moduleOf.set(factory, `${m[2]!}.ts`);
     }
     const body = app.slice(app.indexOf('export function createApp'));
     const order = [...body.matchAll(/\b(create\w+)\(/g)]
