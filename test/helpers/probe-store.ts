@@ -2,6 +2,7 @@ import type {
   AuditEntry,
   Company,
   CompanyPatch,
+  CompanyUpdate,
   CreateKeyResult,
   Invalidation,
   KeyRecord,
@@ -105,7 +106,7 @@ export class ProbeKeyStore implements KeyStore {
   createCompany(company: Company): Promise<boolean> {
     return this.around('createCompany', () => this.inner.createCompany(company));
   }
-  updateCompany(id: string, patch: CompanyPatch, now: string): Promise<Company | null> {
+  updateCompany(id: string, patch: CompanyPatch, now: string): Promise<CompanyUpdate | null> {
     return this.around('updateCompany', () => this.inner.updateCompany(id, patch, now));
   }
   appendAudit(entry: AuditEntry): Promise<void> {

@@ -4,7 +4,8 @@ import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { KeyVerifier, type CacheOutcome, type VerifierOptions } from '../../src/auth/verify.js';
 import { GatewayError } from '../../src/errors.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
-import { isoSeconds, type KeyRecord } from '../../src/store/types.js';
+import type { KeyRecord } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/time.js';
 import { ProbeKeyStore } from '../helpers/probe-store.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
