@@ -7,9 +7,9 @@
 export const underMutation = process.env.STRYKER_NAMESPACE !== undefined || '__stryker__' in globalThis;
 
 /**
- * The number of fast-check runs for a property: `runs` normally, a tenth of it (at least 200)
+ * The number of fast-check runs for a property: `runs` normally, a twentieth of it (at least 100)
  * under mutation testing, where the examples and the smaller sample still reach every branch.
  */
 export function propertyRuns(runs: number): number {
-  return underMutation ? Math.max(200, Math.ceil(runs / 10)) : runs;
+  return underMutation ? Math.max(100, Math.ceil(runs / 20)) : runs;
 }
