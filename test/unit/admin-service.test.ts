@@ -522,4 +522,76 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
     store.fail('createCompany', boom);
     await assert.rejects(svc.createCompany({ id: 'd' }), (err) => err === boom);
   });
+
+  test('the remaining input rules: statuses, trimmed names and labels, default actors and reason', async () => {
+    const { svc, store, audit } = probed();
+    const s = await svc.createCompany({ id: 's', status: 'suspended' });
+    assert.ok(s.ok && s.value.status === 'suspended');
+    for (const status of ['active', 'pending'] as const) {
+      const u = await svc.updateCompany('s', { status });
+      assert.ok(u.ok && u.value.status === status, status);
+    }
+    const named = await svc.updateCompany('s', { name: '  New  ' });
+    assert.ok(named.ok && named.value.name === 'New');
+    assert.match(failure(await svc.updateCompany('s', { name: '   ' })).details, /^name: /);
+    const k = await svc.createKey('s', {});
+    assert.ok(k.ok);
+    assert.match(failure(await svc.rotateKey(k.value.id, { label: ' ' })).details, /^label: /);
+    assert.match(failure(await svc.rotateKey(k.value.id, { label: 'x'.repeat(201) })).details, /^label: /);
+    const r = await svc.rotateKey(k.value.id, { label: ' two ' });
+    assert.ok(r.ok && r.value.label === 'two');
+    await svc.revokeKey(r.value.id);
+    assert.deepEqual(
+      audit.map((e) => [e.event, e.actor]),
+      [
+        ['company.created', 'admin'],
+        ['company.updated', 'admin'],
+        ['company.updated', 'admin'],
+        ['company.updated', 'admin'],
+        ['key.created', 'admin'],
+        ['key.rotated', 'admin'],
+        ['key.revoked', 'admin'],
+      ],
+    );
+    assert.deepEqual(audit.at(-1)!.details, { reason: 'revoked' });
+    // A key imported without an environment (legacy) rotates into a `live` key.
+    const legacy = {
+      ...(await store.inner.getKey(k.value.id))!,
+      id: 'key_legacy',
+      hash: 'f'.repeat(64),
+      environment: null,
+    };
+    await svc.revokeKey(k.value.id);
+    assert.ok((await store.inner.createKey(legacy, 2, '2026-01-01T00:00:00Z')).ok);
+    const fromLegacy = await svc.rotateKey('key_legacy', {});
+    assert.ok(
+      fromLegacy.ok && fromLegacy.value.environment === 'live' && fromLegacy.value.key.startsWith('nk_live_'),
+    );
+  });
+
+  test('the read-only file store: 409 for every write, 404 for an unknown key first', async () => {
+    const { FileKeyStore } = await import('../../src/store/file-store.js');
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'ng-svc-'));
+    const key = generateApiKey('live');
+    writeFileSync(
+      join(dir, 'k.yaml'),
+      `companies: [{ id: c, tier: free, keys: [{ id: key_1, hash: ${hashApiKey(key)} }] }]\n`,
+    );
+    const store = new FileKeyStore({
+      path: join(dir, 'k.yaml'),
+      knownTiers: new Set(['free']),
+      watchIntervalMs: 0,
+    });
+    const svc = new AdminService({ store, tiers: new Set(['free']), maxActiveKeys: 2, rotationAgeDays: 90 });
+    try {
+      assert.equal(failure(await svc.createCompany({ id: 'd' })).code, 'ADMIN_READ_ONLY_STORE');
+      assert.equal(failure(await svc.revokeKey('key_1')).code, 'ADMIN_READ_ONLY_STORE');
+      assert.equal(failure(await svc.revokeKey('key_2')).code, 'ADMIN_UNKNOWN_ID');
+    } finally {
+      await store.close();
+    }
+  });
 });
