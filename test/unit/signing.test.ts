@@ -153,23 +153,83 @@ describe('gateway signature', () => {
       );
   });
 
+  test('a header given as an array (a repeated line in Node) is malformed, even with one element', () => {
+    const good = signedRequest();
+    for (const h of ['x-gateway-signature', 'x-company-id', 'x-api-key-id', 'x-company-tier']) {
+      const value = good.headers[h] as string;
+      for (const repeated of [[value, value], [value]]) {
+        const req = { ...good, headers: { ...good.headers, [h]: repeated } };
+        assert.deepEqual(
+          verifyGatewaySignature(req, { secret: SECRET, now: NOW }),
+          {
+            ok: false,
+            reason: 'malformed',
+          },
+          `${h} × ${repeated.length}`,
+        );
+      }
+    }
+  });
+
+  test('the signature header must be exactly the documented shape: nothing before t=', () => {
+    const good = signedRequest();
+    const sig = String(good.headers['x-gateway-signature']);
+    for (const prefixed of [`x${sig}`, ` ${sig}`, `t=1,${sig}`])
+      assert.deepEqual(
+        verifyGatewaySignature(
+          { ...good, headers: { ...good.headers, 'x-gateway-signature': prefixed } },
+          { secret: SECRET, now: NOW },
+        ),
+        { ok: false, reason: 'malformed' },
+        prefixed,
+      );
+  });
+
+  test('without a timestamp or a clock, both sides use the current Unix time in seconds', () => {
+    const before = Math.floor(Date.now() / 1000);
+    const sig = signGatewayRequest(SECRET, FIELDS);
+    const t = Number(/^t=(\d+),/.exec(sig)?.[1]);
+    assert.ok(t >= before && t <= Math.floor(Date.now() / 1000), sig);
+    const req = signedRequest(FIELDS, t);
+    assert.equal(verifyGatewaySignature(req, { secret: SECRET }).ok, true);
+  });
+
+  test('a request without method or URL is checked as empty method and empty target', () => {
+    const req = signedRequest({ ...FIELDS, method: '', target: '' });
+    const bare = { headers: req.headers };
+    assert.equal(verifyGatewaySignature(bare, { secret: SECRET, now: NOW }).ok, true);
+    assert.deepEqual(verifyGatewaySignature({ ...bare, url: '/' }, { secret: SECRET, now: NOW }), {
+      ok: false,
+      reason: 'mismatch',
+    });
+  });
+
   test('a secret under 32 characters is refused by every function that takes one', () => {
     const req = signedRequest();
     for (const secret of ['', 'x', 'a'.repeat(31), undefined as unknown as string, 42 as unknown as string]) {
       const label = JSON.stringify(secret);
       assert.throws(
         () => signGatewayRequest(secret, { ...FIELDS, timestamp: NOW }),
-        { name: 'TypeError', message: /secret must be a string of at least 32 characters/ },
+        {
+          name: 'TypeError',
+          message: /^signGatewayRequest: secret must be a string of at least 32 characters/,
+        },
         `sign ${label}`,
       );
       assert.throws(
         () => verifyGatewaySignature(req, { secret, now: NOW }),
-        { name: 'TypeError', message: /secret must be a string of at least 32 characters/ },
+        {
+          name: 'TypeError',
+          message: /^verifyGatewaySignature: secret must be a string of at least 32 characters/,
+        },
         `verify ${label}`,
       );
       assert.throws(
         () => gatewaySignatureMiddleware({ secret }),
-        { name: 'TypeError', message: /secret must be a string of at least 32 characters/ },
+        {
+          name: 'TypeError',
+          message: /^gatewaySignatureMiddleware: secret must be a string of at least 32 characters/,
+        },
         `middleware ${label}`,
       );
     }

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AdminService } from '../../../src/admin/service.js';
-import { hashApiKey } from '../../../src/auth/api-key.js';
+import { AdminService, type AdminFailure, type AdminResult } from '../../../src/admin/service.js';
+import { generateApiKey, hashApiKey } from '../../../src/auth/api-key.js';
 import { MemoryKeyStore } from '../../../src/store/memory-store.js';
-import type { AuditEntry } from '../../../src/store/types.js';
+import type { AuditEntry, Invalidation } from '../../../src/store/types.js';
+import { INSTANT_MESSAGE } from '../../../src/time.js';
+import { ProbeKeyStore } from '../../helpers/probe-store.js';
 
 function setup() {
   let now = Date.parse('2026-01-01T00:00:00Z');
@@ -133,5 +135,463 @@ describe('AdminService', () => {
     const u = await svc.updateCompany('c', { status: 'suspended' });
     assert.ok(!u.ok && u.status === 409);
     await store.close();
+  });
+});
+
+/** The service over a real memory store seen through a probe, with the invalidations it published. */
+function probed() {
+  let now = Date.parse('2026-01-01T00:00:00.250Z');
+  const audit: AuditEntry[] = [];
+  const published: Invalidation[] = [];
+  const store = new ProbeKeyStore(new MemoryKeyStore());
+  store.subscribe((m) => published.push(m));
+  const svc = new AdminService({
+    store,
+    tiers: new Set(['free', 'standard']),
+    maxActiveKeys: 2,
+    rotationAgeDays: 90,
+    onAudit: (e) => audit.push(e),
+    now: () => now,
+  });
+  return { svc, store, audit, published, advance: (ms: number) => (now += ms) };
+}
+
+/** The failure's registry code, status and wording, or the value when it succeeded. */
+function failure<T>(r: AdminResult<T>) {
+  assert.equal(r.ok, false, 'expected a failure');
+  const f = r as AdminFailure;
+  return { code: f.code, status: f.status, error: f.error, details: f.details };
+}
+
+describe('AdminService: answers, audit and invalidations, field by field', () => {
+  test('a company gets the documented defaults and a created event with its settings', async () => {
+    const { svc, audit } = probed();
+    const r = await svc.createCompany({ id: 'acme' });
+    assert.deepEqual(r, {
+      ok: true,
+      value: {
+        id: 'acme',
+        name: 'acme',
+        tier: 'free',
+        status: 'active',
+        apiAccess: true,
+        createdAt: '2026-01-01T00:00:00Z',
+        updatedAt: '2026-01-01T00:00:00Z',
+      },
+    });
+    const named = await svc.createCompany(
+      { id: 'b', name: ' Bee ', tier: 'standard', status: 'pending', apiAccess: false },
+      'ops',
+    );
+    assert.ok(named.ok);
+    assert.equal(named.value.name, 'Bee');
+    assert.deepEqual(
+      audit.map((e) => [e.event, e.companyId, e.actor, e.details]),
+      [
+        ['company.created', 'acme', 'admin', { tier: 'free', status: 'active', apiAccess: true }],
+        ['company.created', 'b', 'ops', { tier: 'standard', status: 'pending', apiAccess: false }],
+      ],
+    );
+    assert.deepEqual(failure(await svc.createCompany({ id: 'acme' })), {
+      code: 'ADMIN_DUPLICATE_COMPANY',
+      status: 409,
+      error: 'Conflict',
+      details: 'company acme already exists',
+    });
+    assert.equal(audit.length, 2, 'a refused create is not audited');
+  });
+
+  test('input errors name the field, the unknown fields, and the configured tiers', async () => {
+    const { svc } = probed();
+    assert.deepEqual(failure(await svc.createCompany({ id: 'c', tier: 'gold' })), {
+      code: 'ADMIN_INVALID_REQUEST',
+      status: 400,
+      error: 'Bad Request',
+      details: 'tier: "gold" is not a configured tier (free, standard)',
+    });
+    assert.match(
+      failure(await svc.createCompany({ id: 'c', color: 1, size: 2 })).details,
+      /^unknown field\(s\): color, size$/,
+    );
+    assert.match(failure(await svc.createCompany({ id: '-bad' })).details, /^id: must be 1-64 letters/);
+    assert.match(failure(await svc.createCompany({})).details, /^id: Required$/);
+    await svc.createCompany({ id: 'c' });
+    assert.equal(
+      failure(await svc.updateCompany('c', {})).details,
+      'at least one of name, tier, status, apiAccess is required',
+    );
+    assert.equal(
+      failure(await svc.updateCompany('c', { tier: 'gold' })).details,
+      'tier: "gold" is not a configured tier (free, standard)',
+    );
+    assert.equal(
+      failure(await svc.createKey('c', { expiresAt: '2027-02-30T00:00:00Z' })).details,
+      `expiresAt: ${INSTANT_MESSAGE}`,
+    );
+    assert.equal(
+      failure(await svc.createKey('c', { expiresAt: '2027-01-01' })).details,
+      // zod runs the refinement after a failed regex too: both reasons are listed.
+      `expiresAt: must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ; expiresAt: ${INSTANT_MESSAGE}`,
+    );
+    assert.equal(
+      failure(await svc.createKey('c', { expiresAt: '2025-12-31T23:59:59Z' })).details,
+      'expiresAt: must be in the future',
+    );
+    assert.match(
+      failure(await svc.createKey('c', { environment: 'LIVE' })).details,
+      /^environment: must be 2-16/,
+    );
+    assert.match(
+      failure(await svc.rotateKey('key_x', { gracePeriodSeconds: -1 })).details,
+      /^gracePeriodSeconds: /,
+    );
+    assert.match(
+      failure(await svc.rotateKey('key_x', { gracePeriodSeconds: 90 * 86_400 + 1 })).details,
+      /^gracePeriodSeconds: /,
+    );
+    assert.match(
+      failure(await svc.rotateKey('key_x', { gracePeriodSeconds: 1.5 })).details,
+      /^gracePeriodSeconds: /,
+    );
+  });
+
+  test('unknown ids are 404; the id is echoed only when it is a plain id, never a pasted key', async () => {
+    const { svc } = probed();
+    const key = generateApiKey('live');
+    const notFound = (details: string) => ({
+      code: 'ADMIN_UNKNOWN_ID',
+      status: 404,
+      error: 'Not Found',
+      details,
+    });
+    assert.deepEqual(failure(await svc.getCompany('nope')), notFound('company nope not found'));
+    assert.deepEqual(failure(await svc.getCompany(key)), notFound('company not found'));
+    assert.deepEqual(failure(await svc.getCompany('a b')), notFound('company not found'));
+    assert.deepEqual(failure(await svc.getKey('key_1')), notFound('key key_1 not found'));
+    assert.deepEqual(failure(await svc.revokeKey(key)), notFound('key not found'));
+    assert.deepEqual(failure(await svc.rotateKey('key_1', {})), notFound('key key_1 not found'));
+    assert.deepEqual(failure(await svc.listKeys('nope')), notFound('company nope not found'));
+    assert.deepEqual(failure(await svc.createKey('nope', {})), notFound('company nope not found'));
+    assert.deepEqual(
+      failure(await svc.updateCompany('nope', { tier: 'free' })),
+      notFound('company nope not found'),
+    );
+  });
+
+  test('an update reports exactly what changed, and invalidates the company everywhere', async () => {
+    const { svc, audit, published } = probed();
+    await svc.createCompany({ id: 'c', name: 'Old' });
+    published.length = 0;
+    const r = await svc.updateCompany('c', { name: 'Old', status: 'suspended', apiAccess: true }, 'ops');
+    assert.ok(r.ok);
+    assert.equal(r.value.status, 'suspended');
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'company.updated',
+      companyId: 'c',
+      actor: 'ops',
+      details: { status: { from: 'active', to: 'suspended' } },
+    });
+    assert.deepEqual(published, [{ kind: 'company', id: 'c' }]);
+    assert.deepEqual((await svc.listCompanies()).ok && (await svc.listCompanies()), {
+      ok: true,
+      value: [await svc.getCompany('c').then((g) => (g.ok ? g.value : null))],
+    });
+  });
+
+  test('a created key: the answer, the stored record, the audit event and the invalidation agree', async () => {
+    const { svc, store, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    published.length = 0;
+    const r = await svc.createKey(
+      'c',
+      { label: ' ci ', environment: 'test', expiresAt: '2026-06-01T00:00:00Z' },
+      'ops',
+    );
+    assert.ok(r.ok);
+    const rec = await store.inner.getKey(r.value.id);
+    assert.ok(rec);
+    assert.deepEqual(r.value, {
+      id: rec.id,
+      key: r.value.key,
+      prefix: rec.prefix,
+      companyId: 'c',
+      label: 'ci',
+      environment: 'test',
+      createdAt: '2026-01-01T00:00:00Z',
+      expiresAt: '2026-06-01T00:00:00Z',
+    });
+    assert.match(r.value.key, /^nk_test_/);
+    assert.equal(rec.hash, hashApiKey(r.value.key));
+    assert.deepEqual(published, [{ kind: 'key', hash: rec.hash }]);
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'key.created',
+      companyId: 'c',
+      keyId: rec.id,
+      keyPrefix: rec.prefix,
+      actor: 'ops',
+    });
+    const plain = await svc.createKey('c', undefined);
+    assert.ok(plain.ok);
+    assert.deepEqual(
+      [plain.value.environment, plain.value.label, plain.value.expiresAt],
+      ['live', null, null],
+    );
+    assert.deepEqual(failure(await svc.createKey('c', {})), {
+      code: 'ADMIN_KEY_CAP_REACHED',
+      status: 409,
+      error: 'Conflict',
+      details: 'company c already has 2 active keys (keys.maxActiveKeys); revoke one first',
+    });
+  });
+
+  test('revocation: the view, one audit event, and an invalidation on every call', async () => {
+    const { svc, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', { label: 'l' });
+    assert.ok(k.ok);
+    published.length = 0;
+    const r = await svc.revokeKey(k.value.id, 'ops', 'leaked');
+    assert.ok(r.ok);
+    assert.deepEqual(r.value, {
+      id: k.value.id,
+      companyId: 'c',
+      prefix: k.value.prefix,
+      label: 'l',
+      environment: 'live',
+      status: 'revoked',
+      createdAt: '2026-01-01T00:00:00Z',
+      lastUsedAt: null,
+      expiresAt: null,
+      revokedAt: '2026-01-01T00:00:00Z',
+      exposedAt: null,
+      rotatedTo: null,
+      rotationDue: false,
+    });
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'key.revoked',
+      companyId: 'c',
+      keyId: k.value.id,
+      keyPrefix: k.value.prefix,
+      actor: 'ops',
+      details: { reason: 'leaked' },
+    });
+    const events = audit.length;
+    assert.ok((await svc.revokeKey(k.value.id)).ok);
+    assert.equal(audit.length, events, 'a repeated revocation is not a second event');
+    const hash = hashApiKey(k.value.key);
+    assert.deepEqual(published, [
+      { kind: 'key', hash },
+      { kind: 'key', hash },
+    ]);
+    assert.deepEqual(failure(await svc.rotateKey(k.value.id, {})), {
+      code: 'ADMIN_KEY_INACTIVE',
+      status: 409,
+      error: 'Conflict',
+      details: `key ${k.value.id} is no longer active; create a new key instead`,
+    });
+  });
+
+  test('rotation without a grace period: the old key stays active, points at the new one, both are announced', async () => {
+    const { svc, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {
+      environment: 'test',
+      label: 'a',
+      expiresAt: '2026-06-01T00:00:00Z',
+    });
+    assert.ok(k.ok);
+    published.length = 0;
+    const r = await svc.rotateKey(k.value.id, undefined, 'ops');
+    assert.ok(r.ok);
+    assert.deepEqual(
+      [r.value.environment, r.value.label, r.value.expiresAt, r.value.replaces, r.value.oldKeyRevokesAt],
+      ['test', 'a', '2026-06-01T00:00:00Z', k.value.id, null],
+    );
+    const old = await svc.getKey(k.value.id);
+    assert.ok(old.ok);
+    assert.deepEqual(
+      [old.value.status, old.value.rotatedTo, old.value.revokedAt],
+      ['active', r.value.id, null],
+    );
+    assert.deepEqual(published, [
+      { kind: 'key', hash: hashApiKey(r.value.key) },
+      { kind: 'key', hash: hashApiKey(k.value.key) },
+    ]);
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'key.rotated',
+      companyId: 'c',
+      keyId: k.value.id,
+      keyPrefix: k.value.prefix,
+      actor: 'ops',
+      details: { newKeyId: r.value.id, newKeyPrefix: r.value.prefix, oldKeyRevokesAt: null },
+    });
+    const relabelled = await svc.rotateKey(r.value.id, { label: 'b' });
+    assert.ok(!relabelled.ok, 'the cap of 2 holds: the rotated key still counts');
+  });
+
+  test('a key past its expiry is "expired" and never rotation-due', async () => {
+    const { svc, advance } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', { expiresAt: '2026-01-02T00:00:00Z' });
+    assert.ok(k.ok);
+    advance(100 * 86_400_000);
+    const v = await svc.getKey(k.value.id);
+    assert.ok(v.ok);
+    assert.deepEqual([v.value.status, v.value.rotationDue], ['expired', false]);
+    assert.equal(failure(await svc.rotateKey(k.value.id, {})).code, 'ADMIN_KEY_INACTIVE');
+  });
+
+  test('rotation is due strictly after the rotation age', async () => {
+    const { svc, advance } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    advance(90 * 86_400_000 - 250); // exactly 90 days after createdAt (whole seconds)
+    let v = await svc.getKey(k.value.id);
+    assert.ok(v.ok && v.value.rotationDue === false);
+    advance(1);
+    v = await svc.getKey(k.value.id);
+    assert.ok(v.ok && v.value.rotationDue === true);
+  });
+
+  test('an exposed key is flagged once, audited each time, and revoked only when the policy says so', async () => {
+    const { svc, store, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    published.length = 0;
+    const rec = (await store.inner.getKey(k.value.id))!;
+    await svc.markExposed(rec, false);
+    const flagged = (await store.inner.getKey(k.value.id))!;
+    assert.deepEqual([flagged.exposedAt, flagged.revokedAt], ['2026-01-01T00:00:00Z', null]);
+    assert.deepEqual(published, [{ kind: 'key', hash: rec.hash }]);
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'key.exposed',
+      companyId: 'c',
+      keyId: rec.id,
+      keyPrefix: rec.prefix,
+      actor: 'gateway',
+      details: { revoke: false },
+    });
+    const updates = store.count('updateKey');
+    await svc.markExposed(flagged, true);
+    assert.equal(store.count('updateKey'), updates + 1, 'flagged already: only the revocation writes');
+    assert.deepEqual(
+      audit.slice(-2).map((e) => [e.event, e.actor, e.details]),
+      [
+        ['key.exposed', 'gateway', { revoke: true }],
+        ['key.revoked', 'gateway', { reason: 'exposed in a URL' }],
+      ],
+    );
+    assert.ok((await store.inner.getKey(k.value.id))!.revokedAt);
+  });
+
+  test('the audit read is clamped to 1..1000 (100 by default) and filtered by company', async () => {
+    const { svc, store } = probed();
+    await svc.createCompany({ id: 'a' });
+    await svc.createCompany({ id: 'b' });
+    const limits: number[] = [];
+    const read = store.inner.readAudit.bind(store.inner);
+    store.inner.readAudit = (o) => {
+      limits.push(o.limit);
+      return read(o);
+    };
+    for (const limit of [undefined, 0, -5, 2.9, 5000, Number.NaN]) await svc.readAudit({ limit: limit! });
+    assert.deepEqual(limits, [100, 100, 1, 2, 1000, 100]);
+    const only = await svc.readAudit({ companyId: 'b' });
+    assert.ok(only.ok);
+    assert.deepEqual(
+      only.value.map((e) => e.companyId),
+      ['b'],
+    );
+    const all = await svc.readAudit({ companyId: '' });
+    assert.ok(all.ok && all.value.length === 2);
+  });
+
+  test('a failing audit store does not fail the change; other store failures are not turned into values', async () => {
+    const { svc, store, audit } = probed();
+    store.fail('appendAudit');
+    assert.ok((await svc.createCompany({ id: 'c' })).ok);
+    assert.equal(audit.length, 1, 'still logged');
+    const boom = new Error('disk on fire');
+    store.fail('createCompany', boom);
+    await assert.rejects(svc.createCompany({ id: 'd' }), (err) => err === boom);
+  });
+
+  test('the remaining input rules: statuses, trimmed names and labels, default actors and reason', async () => {
+    const { svc, store, audit } = probed();
+    const s = await svc.createCompany({ id: 's', status: 'suspended' });
+    assert.ok(s.ok && s.value.status === 'suspended');
+    for (const status of ['active', 'pending'] as const) {
+      const u = await svc.updateCompany('s', { status });
+      assert.ok(u.ok && u.value.status === status, status);
+    }
+    const named = await svc.updateCompany('s', { name: '  New  ' });
+    assert.ok(named.ok && named.value.name === 'New');
+    assert.match(failure(await svc.updateCompany('s', { name: '   ' })).details, /^name: /);
+    const k = await svc.createKey('s', {});
+    assert.ok(k.ok);
+    assert.match(failure(await svc.rotateKey(k.value.id, { label: ' ' })).details, /^label: /);
+    assert.match(failure(await svc.rotateKey(k.value.id, { label: 'x'.repeat(201) })).details, /^label: /);
+    const r = await svc.rotateKey(k.value.id, { label: ' two ' });
+    assert.ok(r.ok && r.value.label === 'two');
+    await svc.revokeKey(r.value.id);
+    assert.deepEqual(
+      audit.map((e) => [e.event, e.actor]),
+      [
+        ['company.created', 'admin'],
+        ['company.updated', 'admin'],
+        ['company.updated', 'admin'],
+        ['company.updated', 'admin'],
+        ['key.created', 'admin'],
+        ['key.rotated', 'admin'],
+        ['key.revoked', 'admin'],
+      ],
+    );
+    assert.deepEqual(audit.at(-1)!.details, { reason: 'revoked' });
+    // A key imported without an environment (legacy) rotates into a `live` key.
+    const legacy = {
+      ...(await store.inner.getKey(k.value.id))!,
+      id: 'key_legacy',
+      hash: 'f'.repeat(64),
+      environment: null,
+    };
+    await svc.revokeKey(k.value.id);
+    assert.ok((await store.inner.createKey(legacy, 2, '2026-01-01T00:00:00Z')).ok);
+    const fromLegacy = await svc.rotateKey('key_legacy', {});
+    assert.ok(
+      fromLegacy.ok && fromLegacy.value.environment === 'live' && fromLegacy.value.key.startsWith('nk_live_'),
+    );
+  });
+
+  test('the read-only file store: 409 for every write, 404 for an unknown key first', async () => {
+    const { FileKeyStore } = await import('../../../src/store/file-store.js');
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'ng-svc-'));
+    const key = generateApiKey('live');
+    writeFileSync(
+      join(dir, 'k.yaml'),
+      `companies: [{ id: c, tier: free, keys: [{ id: key_1, hash: ${hashApiKey(key)} }] }]\n`,
+    );
+    const store = new FileKeyStore({
+      path: join(dir, 'k.yaml'),
+      knownTiers: new Set(['free']),
+      watchIntervalMs: 0,
+    });
+    const svc = new AdminService({ store, tiers: new Set(['free']), maxActiveKeys: 2, rotationAgeDays: 90 });
+    try {
+      assert.equal(failure(await svc.createCompany({ id: 'd' })).code, 'ADMIN_READ_ONLY_STORE');
+      assert.equal(failure(await svc.revokeKey('key_1')).code, 'ADMIN_READ_ONLY_STORE');
+      assert.equal(failure(await svc.revokeKey('key_2')).code, 'ADMIN_UNKNOWN_ID');
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { percentDecode } from '../../../src/auth/percent-decode.js';
+import { propertyRuns } from '../../helpers/mutation.js';
 
 /** decodeURIComponent, or null where it throws. */
 function reference(s: string): string | null {
@@ -95,14 +96,14 @@ describe('percentDecode', () => {
         const ref = reference(s);
         if (ref !== null) assert.equal(got, ref);
       }),
-      { numRuns: 20_000 },
+      { numRuns: propertyRuns(20_000) },
     );
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', maxLength: 60 }), (s) => {
         assert.equal(percentDecode(encodeURIComponent(s)), s);
         assert.equal(percentDecode(encodeURIComponent(encodeURIComponent(s))), encodeURIComponent(s));
       }),
-      { numRuns: 5_000 },
+      { numRuns: propertyRuns(5_000) },
     );
   });
 
@@ -113,7 +114,7 @@ describe('percentDecode', () => {
         if (s.length > 64) return;
         assert.equal(percentDecode(pad + s), pad + percentDecode(s), JSON.stringify(s));
       }),
-      { numRuns: 20_000 },
+      { numRuns: propertyRuns(20_000) },
     );
   });
 

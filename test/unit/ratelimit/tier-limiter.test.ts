@@ -96,10 +96,30 @@ describe('TierRateLimiter with Redis up', () => {
     assert.deepEqual(sources(ds), ['primary']);
   });
 
+  test('each tier counts apart, under "<prefix>rl:<tier>:" in Redis', async () => {
+    const big = { name: 'big', points: 10, duration: 60 };
+    const l = new TierRateLimiter({
+      tiers: [TIER, big],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'closed',
+    });
+    const co = fresh();
+    await consumeN(l, co, TIER.points + 1);
+    const other = await l.consume(co, big.name);
+    assert.deepEqual([other.allowed, other.remaining], [true, big.points - 1]);
+    // The client adds its own prefix to every command, the limiter's key includes it once more.
+    assert.equal(await client.exists(`ng-test:rl:${TIER.name}:${co}`), 1);
+    assert.equal(await client.exists(`ng-test:rl:${big.name}:${co}`), 1);
+  });
+
   test('an unknown tier is an INTERNAL error, not a pass', async () => {
     await assert.rejects(
       limiter('open').consume(fresh(), 'nope'),
-      (err: unknown) => err instanceof GatewayError && err.code === 'INTERNAL',
+      (err: unknown) =>
+        err instanceof GatewayError &&
+        err.code === 'INTERNAL' &&
+        /tier "nope" is not configured/.test(err.message),
     );
     // The same limiter serves a configured tier, so the rejection above is about the name.
     assert.equal((await limiter('open').consume(fresh(), TIER.name)).allowed, true);
@@ -149,6 +169,14 @@ describe('TierRateLimiter when Redis fails', () => {
     let ds: RateDecision[];
     try {
       ds = await consumeN(l, co, 3 * TIER.points);
+      // Reporting the failure is optional: without a hook the policy applies all the same.
+      const quiet = new TierRateLimiter({
+        tiers: [TIER],
+        redis: client,
+        keyPrefix: 'ng-test:',
+        failurePolicy: 'open',
+      });
+      assert.equal((await quiet.consume(fresh(), TIER.name)).source, 'open');
     } finally {
       await redis.restart();
     }
@@ -173,7 +201,10 @@ describe('TierRateLimiter when Redis fails', () => {
       await assert.rejects(
         l.consume(co, TIER.name),
         (err: unknown) =>
-          err instanceof GatewayError && err.code === 'RATE_LIMITER_UNAVAILABLE' && err.status === 503,
+          err instanceof GatewayError &&
+          err.code === 'RATE_LIMITER_UNAVAILABLE' &&
+          err.status === 503 &&
+          err.cause instanceof Error, // the Redis failure stays attached for the log
       );
     } finally {
       redis.resume();
