@@ -120,6 +120,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         // A client-sent signature header is as untrusted as a client-sent company id.
         untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
         proxies,
+        noteKeyInUrl,
       }),
     ]),
   );

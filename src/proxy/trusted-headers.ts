@@ -51,8 +51,6 @@ const CLIENT_ASSERTED = [
   'fastly-client-ip',
   'x-proxyuser-ip',
   'x-originating-ip',
-  'x-remote-ip',
-  'x-remote-addr',
   'wl-proxy-client-ip',
   'proxy-client-ip',
   'x-host',
@@ -65,9 +63,44 @@ const CLIENT_ASSERTED = [
   'x-http-method-override',
   'x-http-method',
   'x-method-override',
+  // Forwarding outside X-Forwarded-* (`X-Forwarded` alone, the non-standard `Forwarded-For`) and
+  // the scheme under other names (Rack, nginx, Microsoft): the gateway states the scheme in
+  // X-Forwarded-Proto only.
+  'x-forwarded',
+  'forwarded-for',
+  'forwarded-host',
+  'forwarded-proto',
+  'x-scheme',
+  'x-url-scheme',
+  'x-client-scheme',
+  'front-end-https',
+  'x-arr-ssl',
+  // Authenticated identity, as auth proxies hand it on (Apache/CGI REMOTE_USER, oauth2-proxy,
+  // Kong, Azure): the upstream's identity is the company the gateway sets, nothing else.
+  'remote-user',
+  'remote-addr',
+  'x-user',
+  'x-auth-user',
+  'x-forwarded-user',
+  'x-forwarded-email',
+  'x-forwarded-groups',
+  'x-forwarded-preferred-username',
+  'x-forwarded-access-token',
 ];
-/** `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides. */
-const CLIENT_ASSERTED_PREFIXES = ['x-original-'];
+/**
+ * `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides. `X-Envoy-*`:
+ * Envoy's internal headers (`-External-Address`, `-Original-Path`, `-Internal`...) that an Envoy
+ * behind the gateway would trust. `X-Remote-*` (`-User`, `-Addr`, `-IP`, `-Group`),
+ * `X-Authenticated-*`, `X-Auth-Request-*`, `X-MS-Client-Principal*`: identity from auth proxies.
+ */
+const CLIENT_ASSERTED_PREFIXES = [
+  'x-original-',
+  'x-envoy-',
+  'x-remote-',
+  'x-authenticated-',
+  'x-auth-request-',
+  'x-ms-client-principal',
+];
 /**
  * The rest of the `X-Forwarded-*` family (`-Port`, `-Ssl`, `-Scheme`, `-Server`, ...) describes
  * the connection to a proxy: believed from a trusted proxy only, like `X-Forwarded-For`.
@@ -92,22 +125,30 @@ type HeaderValue = string | string[] | undefined;
 /**
  * Builds the function that makes the upstream's header set from the client's. Dropped, whatever
  * the case, `_` variant or count (Node joins repeated lines into one entry):
- * - `X-API-Key`, and every other header whose name or value holds the presented key in any
- *   encoding (see `createKeyMaterialMatcher`); in `Cookie`, only the pairs that hold it;
+ * - `X-API-Key`, and every other header whose name or value holds key material (see
+ *   `createKeyMaterialMatcher`: the presented key's secret in any known encoding, or any valid
+ *   gateway key); in `Cookie`, only the pairs that hold it; then every value taking part in a copy
+ *   of the secret split over several headers (`dropSplitCopies`);
  * - client-sent copies of the trusted headers and of `extra` names (an entry ending in `*` is a
  *   prefix: `X-Debug-*`);
  * - hop-by-hop headers and every header named in `Connection` (an attacker could otherwise make a
  *   next hop drop the gateway's own headers);
- * - client-asserted identity, URL- and method-override headers (`CLIENT_ASSERTED`);
+ * - client-asserted identity, forwarding, scheme, URL- and method-override headers
+ *   (`CLIENT_ASSERTED`, `CLIENT_ASSERTED_PREFIXES`), trusted proxies included;
  * - from a peer that is not a trusted proxy, every `X-Forwarded-*`. From a trusted proxy,
  *   `X-Forwarded-For/-Proto/-Host` are kept for the caller to read (it replaces them) and the rest
  *   of the family passes.
  * Copies into a new object rather than deleting: cheaper, and the client's view stays intact.
+ * `keyMatcher` defaults to one for the request's `X-API-Key` (pass it when already built).
  */
 export function createHeaderScrubber(
   names: TrustedHeaderNames,
   extra: readonly string[] = [],
-): (headers: IncomingHttpHeaders, peerTrusted?: boolean) => IncomingHttpHeaders {
+): (
+  headers: IncomingHttpHeaders,
+  peerTrusted?: boolean,
+  keyMatcher?: KeyMaterialMatcher,
+) => IncomingHttpHeaders {
   const extraNames = extra.filter((n) => !n.endsWith('*'));
   const prefixes = [
     ...CLIENT_ASSERTED_PREFIXES,
@@ -126,10 +167,12 @@ export function createHeaderScrubber(
     ].map(normaliseHeaderName),
   );
   const setByGateway = new Set(SET_BY_GATEWAY);
-  return function scrubHeaders(headers: IncomingHttpHeaders, peerTrusted = false): IncomingHttpHeaders {
+  return function scrubHeaders(
+    headers: IncomingHttpHeaders,
+    peerTrusted = false,
+    keyMatcher: KeyMaterialMatcher = matcherFor(headers),
+  ): IncomingHttpHeaders {
     const named = connectionTokens(headers.connection);
-    const key = headers['x-api-key'];
-    const keyMatcher = typeof key === 'string' && key !== '' ? createKeyMaterialMatcher(key) : null;
     const out: IncomingHttpHeaders = {};
     for (const name in headers) {
       // Node hands us lowercase names already; only `_` needs folding, and only when present.
@@ -138,11 +181,46 @@ export function createHeaderScrubber(
       if (n.startsWith(FORWARDED_PREFIX) && !peerTrusted) continue;
       if (prefixes.length > 0 && prefixes.some((p) => n.startsWith(p))) continue;
       if (setByGateway.has(n) && n !== name) continue; // only the canonical spelling is read
-      const value = keyMatcher === null ? headers[name] : withoutKey(n, name, headers[name], keyMatcher);
+      const value = withoutKey(n, name, headers[name], keyMatcher);
       if (value !== undefined) out[name] = value;
     }
+    dropSplitCopies(out, keyMatcher);
     return out;
   };
+}
+
+/**
+ * The matcher for the key in `X-API-Key` (see `createKeyMaterialMatcher`); without one (or with
+ * several), it still finds every valid gateway key.
+ */
+export function matcherFor(headers: IncomingHttpHeaders): KeyMaterialMatcher {
+  const key = headers['x-api-key'];
+  return createKeyMaterialMatcher(typeof key === 'string' ? key : '');
+}
+
+/**
+ * A key split over several headers (`X-A: nk_live_AbC…`, `X-B: …xYz`): the values kept so far are
+ * joined in order, normalised (escapes undone, letters and digits only), and every value that
+ * takes part in a copy of the key's secret is dropped, until none is left. Each round drops at
+ * least one header, so this ends. Base64 or hex split over headers is not put back together.
+ */
+function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void {
+  for (;;) {
+    const names: string[] = [];
+    const ends: number[] = [];
+    let joined = '';
+    for (const name in out) {
+      const v = out[name];
+      if (v === undefined) continue;
+      joined += m.normalise(typeof v === 'string' ? v : v.join(','));
+      names.push(name);
+      ends.push(joined.length);
+    }
+    const span = m.spanIn(joined);
+    if (span === null) return;
+    for (let i = 0, start = 0; i < names.length; start = ends[i]!, i++)
+      if (ends[i]! > span[0] && start < span[1]) delete out[names[i]!];
+  }
 }
 
 /** The header names listed in a `Connection` value, in normal form, or null when none. */

@@ -7,8 +7,8 @@ import { createKeyMaterialMatcher, mayHoldKey } from '../../../src/proxy/key-mat
 const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
 const b64 = (s: string, enc: 'base64' | 'base64url' = 'base64') => Buffer.from(s, 'latin1').toString(enc);
 
-/** Every encoding the matcher promises to see through. */
-const ENCODINGS: [string, (k: string) => string][] = [
+/** Encodings the matcher sees through for any key, also a short legacy one. */
+const ANY_KEY_ENCODINGS: [string, (k: string) => string][] = [
   ['raw', (k) => k],
   ['lowercase', (k) => k.toLowerCase()],
   ['uppercase', (k) => k.toUpperCase()],
@@ -23,6 +23,35 @@ const ENCODINGS: [string, (k: string) => string][] = [
   ['base64 of the lowercase key', (k) => b64(k.toLowerCase())],
   ['hex', (k) => Buffer.from(k).toString('hex')],
   ['HEX', (k) => Buffer.from(k).toString('hex').toUpperCase()],
+];
+/** Every encoding the matcher promises to see through for an `nk_` key. */
+const ENCODINGS: [string, (k: string) => string][] = [
+  ...ANY_KEY_ENCODINGS,
+  ['the body alone', (k) => k.slice(k.indexOf('_', 3) + 1)],
+  ['without checksum', (k) => k.slice(0, -6)],
+  [
+    'hex with colons',
+    (k) =>
+      Buffer.from(k)
+        .toString('hex')
+        .replace(/(..)(?!$)/g, '$1:'),
+  ],
+  ['\\x escapes', (k) => Buffer.from(k).toString('hex').replace(/(..)/g, '\\x$1')],
+  [
+    '0x list',
+    (k) =>
+      Buffer.from(k)
+        .toString('hex')
+        .replace(/(..)(?!$)/g, '0x$1,'),
+  ],
+  ['\\u escapes', (k) => [...k].map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')).join('')],
+  ['HTML entities', (k) => [...k].map((c) => `&#${c.charCodeAt(0)};`).join('')],
+  ['HTML hex entities', (k) => [...k].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join('')],
+  ['base64 of UTF-16', (k) => Buffer.from(k, 'utf16le').toString('base64')],
+  ['base64 of base64', (k) => b64(b64(k))],
+  ['base64 of hex', (k) => b64(Buffer.from(k).toString('hex'))],
+  ['. between characters', (k) => k.split('').join('.')],
+  ['%-encoded 8 times', (k) => pct(k).replace(/%/g, '%25252525252525')],
 ];
 
 describe('key material matcher', () => {
@@ -45,10 +74,14 @@ describe('key material matcher', () => {
     // holds() answers false for a value shorter than the key without looking at it: every encoding
     // must therefore be at least as long as the key, also for short (legacy) keys.
     fc.assert(
-      fc.property(fc.stringMatching(/^[!-~]{1,12}$/), fc.constantFrom(...ENCODINGS), (k, [, encode]) => {
-        const km = createKeyMaterialMatcher(k);
-        return km.holds(encode(k)) && !km.holds(k.slice(1));
-      }),
+      fc.property(
+        fc.stringMatching(/^[!-~]{1,12}$/),
+        fc.constantFrom(...ANY_KEY_ENCODINGS),
+        (k, [, encode]) => {
+          const km = createKeyMaterialMatcher(k);
+          return km.holds(encode(k)) && !km.holds(k.slice(1));
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -65,16 +98,47 @@ describe('key material matcher', () => {
     );
   });
 
-  test('does not find it in unrelated values, another key, or a truncated copy', () => {
+  test('does not find it in unrelated values, a key-shaped value with a bad checksum, or 23 characters of the body', () => {
+    const body = key.slice(8);
+    const other = generateApiKey('live');
     for (const v of [
       '',
       'Bearer abc',
       'a=1; b=2',
-      generateApiKey('live'),
-      key.slice(0, -1),
-      b64(key.slice(1, -1)),
+      other.slice(0, -1) + (other.endsWith('x') ? 'y' : 'x'),
+      body.slice(0, 23),
+      `${body.slice(0, 23)}-${body.slice(24)}`,
+      b64(body.slice(5, 28)),
+      'A'.repeat(500),
+      '0123456789abcdef'.repeat(8),
     ])
       assert.equal(m.holds(v), false, v);
+    for (let i = 0; i + 24 <= body.length; i++)
+      assert.equal(m.holds(`x${body.slice(i, i + 24)}x`), true, String(i));
+  });
+
+  test('any valid gateway key is key material, the presented one or not (rule B)', () => {
+    const other = generateApiKey('staging');
+    assert.deepEqual(m.find(`Bearer ${other}`), { keys: [other], undecided: false });
+    assert.deepEqual(createKeyMaterialMatcher('').find(b64(`${other}:`)), {
+      keys: [other],
+      undecided: false,
+    });
+    assert.equal(m.holds(other.replace('nk_staging_', 'NK_STAGING_')), true);
+    assert.equal(m.holds(other.split('').join(' ')), true);
+  });
+
+  test('escapes deeper than 8 rounds are undecided, which counts as holding', () => {
+    let v = pct(key);
+    for (let i = 0; i < 8; i++) v = v.replace(/%/g, '%25');
+    assert.deepEqual(m.find(v), { keys: [], undecided: true });
+    assert.equal(m.holds('%25'.repeat(20) + 'x'.repeat(10)), false, 'a stable %25 chain is not undecided');
+  });
+
+  test('a key split over several values is found in their normalised concatenation', () => {
+    const joined = [key.slice(0, 15), 'text/html', key.slice(15)].map((v) => m.normalise(v)).join('');
+    assert.notEqual(m.spanIn(joined), null);
+    assert.equal(m.spanIn(m.normalise('text/html, application/json')), null);
   });
 
   test('malformed escapes do not throw', () => {
