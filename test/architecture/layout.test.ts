@@ -54,7 +54,7 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   signing: FOUNDATION,
   auth: [...FOUNDATION, 'store'],
   ratelimit: [...FOUNDATION, 'redis'],
-  proxy: [...FOUNDATION, 'request-state', 'signing'],
+  proxy: [...FOUNDATION, 'request-state', 'signing', 'auth'],
   observability: FOUNDATION,
   'admin-api': [...FOUNDATION, 'store', 'admin', 'observability'],
   admin: [...FOUNDATION, 'store', 'auth'],

@@ -400,7 +400,8 @@ describe('hostile input', () => {
     await fc.assert(
       fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 300 }), async (bytes) => {
         const res = await sendRaw(t.port, Buffer.concat([Buffer.from(bytes), Buffer.from('\r\n\r\n')]), 500);
-        if (res) assert.match(res, /^HTTP\/1\.1 (400|401|404|413|431) /);
+        // 405: a well-formed request line with a method Node does not know (`! `) is refused as such.
+        if (res) assert.match(res, /^HTTP\/1\.1 (400|401|404|405|413|431) /);
       }),
       { numRuns: 100 },
     );
