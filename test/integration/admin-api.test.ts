@@ -337,8 +337,12 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
       const list = await api('GET', '/admin/v1/companies/exp-co/keys');
       return typeof list.body[0]?.exposedAt === 'string';
     }, 2000);
-    const audit = await api('GET', '/admin/v1/audit?companyId=exp-co');
-    assert.ok(audit.body.some((e) => e.event === 'key.exposed' && e.keyId === k.body.id));
+    // The audit entry follows the flag (same background task, one store write later): wait for it
+    // rather than read it in the same instant.
+    await eventually(async () => {
+      const audit = await api('GET', '/admin/v1/audit?companyId=exp-co');
+      return audit.body.some((e) => e.event === 'key.exposed' && e.keyId === k.body.id);
+    }, 2000);
     assert.equal((await call(a, key)).status, 200, 'with exposedKeys: flag the key keeps working');
     // A key in the URL of an unrouted path is flagged too (the answer stays 404).
     const k2 = await api('POST', '/admin/v1/companies/exp-co/keys', {});

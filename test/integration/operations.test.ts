@@ -136,15 +136,28 @@ describe('operations', () => {
       );
       assert.equal(all.filter((r) => r.status === 429).length, 10);
       assert.equal(upstream.received.length, 60);
-      const m = await (
-        await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
-          headers: { Authorization: `Bearer ${TOKEN}` },
-        })
-      ).text();
-      const total = [
-        ...m.matchAll(/^gateway_requests_total\{route="\/notify\/v1",status="(\d+)"\} (\d+)/gm),
-      ].reduce((s, x) => s + Number(x[2]), 0);
-      assert.equal(total, 70, 'the scrape counts the requests of every worker');
+      // A worker counts a request when its response closes, a moment after the client has it, and
+      // the primary gathers the workers' registries on each scrape: poll like a scraper would.
+      // Labels are matched in any order (the aggregated text need not keep the workers' order).
+      let m = '';
+      const total = () =>
+        m
+          .split('\n')
+          .filter((l) => l.startsWith('gateway_requests_total{') && l.includes('route="/notify/v1"'))
+          .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      await eventually(
+        async () => {
+          m = await (
+            await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
+              headers: { Authorization: `Bearer ${TOKEN}` },
+            })
+          ).text();
+          return total() >= 70;
+        },
+        10_000,
+        200,
+      ).catch(() => undefined);
+      assert.equal(total(), 70, 'the scrape counts the requests of every worker');
       assert.match(m, /gateway_process_cpu_seconds_total/);
       proc.kill('SIGTERM');
       assert.equal(await exited(proc), 0);
