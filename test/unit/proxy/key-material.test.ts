@@ -75,7 +75,9 @@ describe('key material matcher', () => {
     // must therefore be at least as long as the key, also for short (legacy) keys.
     fc.assert(
       fc.property(
-        fc.stringMatching(/^[!-~]{1,12}$/),
+        // Without `%`: a legacy key that itself holds %-escapes is compared after decoding, so a
+        // shorter slice of it can decode to a match (a known limit, docs/security.md).
+        fc.stringMatching(/^[!-$&-~]{1,12}$/),
         fc.constantFrom(...ANY_KEY_ENCODINGS),
         (k, [, encode]) => {
           const km = createKeyMaterialMatcher(k);
@@ -107,7 +109,9 @@ describe('key material matcher', () => {
       'a=1; b=2',
       other.slice(0, -1) + (other.endsWith('x') ? 'y' : 'x'),
       body.slice(0, 23),
-      `${body.slice(0, 23)}-${body.slice(24)}`,
+      // One character replaced by another (not dropped: dropping it would shift the next one into
+      // place, a 24-character match whenever the two are the same letter in any case).
+      `${body.slice(0, 23)}${otherChar(body[23]!, body[24]!)}${body.slice(24)}`,
       b64(body.slice(5, 28)),
       'A'.repeat(500),
       '0123456789abcdef'.repeat(8),
@@ -155,3 +159,8 @@ describe('key material matcher', () => {
     assert.equal(mayHoldKey('req-1', key, 256), false);
   });
 });
+
+/** An alphanumeric character equal to neither `a` nor `b`, in any case. */
+function otherChar(a: string, b: string): string {
+  return [...'0123456789xyz'].find((c) => c !== a.toLowerCase() && c !== b.toLowerCase())!;
+}
