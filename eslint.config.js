@@ -33,6 +33,9 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
+    ignores: ['console/**'],
     languageOptions: { globals: globals.node },
   },
+  // The operator console: ES modules that run in the browser.
+  { files: ['console/**/*.js'], languageOptions: { sourceType: 'module', globals: globals.browser } },
 );

@@ -308,6 +308,13 @@ async function startAdminServer(
     token: config.admin.token ?? null,
     readMetrics: createMetricsReader(deps.metrics.registry),
     logger: deps.logger,
+    console: config.admin.console
+      ? {
+          origin: config.admin.consoleOrigin ?? null,
+          host: config.admin.host,
+          tiers: config.rateLimit.tiers.map((t) => t.name),
+        }
+      : null,
   });
   const adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
   try {

@@ -5,6 +5,7 @@ import { safeMessage, sendError, type ErrorCode } from '../errors.js';
 import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { isStoreOutage } from '../store/types.js';
+import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
 import type { AdminResult, AdminService } from './service.js';
 
 export interface AdminAppDeps {
@@ -14,6 +15,8 @@ export interface AdminAppDeps {
   /** Prometheus text for `/metrics` (this process, or all workers under `--workers`). */
   readMetrics: MetricsReader;
   logger: Logger;
+  /** The operator console at `/console/` (`admin.console`), or absent/null when it is off. */
+  console?: { origin: string | null; host: string; tiers: readonly string[] } | null;
 }
 
 /**
@@ -37,7 +40,16 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.use(helmet());
-  app.use(createRefuseBrowsers(deps.token));
+  // The console's static files need no token (the page asks for it) and set their own CSP.
+  const consoleOpts = deps.console
+    ? { origin: deps.console.origin, host: deps.console.host, tokenless: deps.token === null }
+    : null;
+  if (deps.console) app.use(createConsoleHandler({ tiers: deps.console.tiers }));
+  app.use(function noStore(_req, res, next) {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+  app.use(createRefuseBrowsers(deps.token, consoleOpts));
   app.use(createRequireToken(deps.token));
   app.use(express.json({ limit: '64kb', strict: true }));
 
@@ -70,13 +82,20 @@ function createRequireToken(token: string | null): RequestHandler {
 /**
  * Browsers must not be able to drive the admin API: a page could POST a `text/plain` "simple
  * request" without a preflight, or reach a loopback admin API through DNS rebinding. So no
- * browser-marked requests, JSON bodies only, and (tokenless, loopback only) loopback Host names.
+ * browser-marked requests (but the console's own, see `isConsoleOrigin`), JSON bodies only, and
+ * (tokenless, loopback only) loopback Host names.
  */
-function createRefuseBrowsers(token: string | null): RequestHandler {
+function createRefuseBrowsers(token: string | null, consoleOpts: ConsoleOriginOptions | null): RequestHandler {
   return function refuseBrowsers(req, res, next) {
     const site = req.headers['sec-fetch-site'];
+    const origin = req.headers.origin;
+    // The console's own page may write: Origin allow-listed and Sec-Fetch-Site: same-origin.
+    const consoleWrite =
+      consoleOpts !== null &&
+      origin !== undefined &&
+      isConsoleOrigin(origin, site as string | undefined, req.socket.localPort, consoleOpts);
     if (
-      req.headers.origin !== undefined ||
+      (origin !== undefined && !consoleWrite) ||
       (typeof site === 'string' && site !== 'none' && site !== 'same-origin')
     ) {
       return sendError(res, 'ADMIN_BROWSER_REQUEST');

@@ -102,6 +102,16 @@ export const configSchema = z
         host: z.string().min(1).default('127.0.0.1'),
         port: z.coerce.number().int().min(0).max(65535).default(8081),
         token: z.string().min(16, 'must be at least 16 characters').optional(),
+        /** Serve the operator console at `/console/` on the admin listener. */
+        console: z.boolean().default(false),
+        /**
+         * The origin the console is opened at, when not `http://<admin.host>:<admin port>` (a proxy,
+         * another name). Only this origin (and, without a token, the loopback origins) may write.
+         */
+        consoleOrigin: z
+          .string()
+          .regex(/^https?:\/\/[^/?#@\s]+$/, 'must be an origin: http(s)://host[:port], no path')
+          .optional(),
       })
       .strict()
       .default({}),
