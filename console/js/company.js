@@ -186,7 +186,7 @@ async function createKey(company, refresh) {
         label: 'Create key',
         value: true,
         kind: 'primary',
-        onClick: async () => {
+        onClick: async (fail) => {
           const body = { environment: env.value };
           if (label.value.trim()) body.label = label.value.trim();
           if (expires.value) body.expiresAt = `${expires.value}T00:00:00Z`;
@@ -194,7 +194,7 @@ async function createKey(company, refresh) {
             created = await api('POST', `/admin/v1/companies/${seg(company.id)}/keys`, body);
             return true;
           } catch (err) {
-            showError(err);
+            fail(err);
             return false;
           }
         },
@@ -230,7 +230,7 @@ async function rotate(k, refresh) {
         label: 'Rotate',
         value: true,
         kind: 'primary',
-        onClick: async () => {
+        onClick: async (fail) => {
           const grace = Number(document.querySelector(`input[name="${name}"]:checked`)?.value ?? '86400');
           const body = { gracePeriodSeconds: grace };
           if (label.value.trim()) body.label = label.value.trim();
@@ -238,7 +238,7 @@ async function rotate(k, refresh) {
             rotated = await api('POST', `/admin/v1/keys/${seg(k.id)}/rotate`, body);
             return true;
           } catch (err) {
-            showError(err);
+            fail(err);
             return false;
           }
         },

@@ -1,5 +1,6 @@
 // Modal dialogs on <dialog>: focus moves in and is trapped by the browser, Escape cancels (except
 // for the dialog that shows a new key, which closes only on "I have stored it").
+import { ApiError } from './api.js';
 import { h, uid } from './dom.js';
 import { announce } from './ui.js';
 
@@ -9,7 +10,16 @@ export function modal({ title, content, buttons, cancelValue = null, dismissible
     const titleId = uid('dlg');
     let result = cancelValue;
     let done = false;
-    const dialog = h('dialog', { 'aria-labelledby': titleId });
+    const dialog = h('dialog', {
+      'aria-labelledby': titleId,
+      closedby: dismissible ? 'closerequest' : 'none',
+    });
+    // Errors of the dialog's own action show inside it (the page's alert is behind the backdrop).
+    const alert = h('p', { class: 'error', role: 'alert' });
+    const fail = (err) => {
+      alert.textContent =
+        err instanceof ApiError ? `${err.error}: ${err.details}` : String(err?.message ?? err);
+    };
     const btns = buttons.map((b) =>
       h(
         'button',
@@ -17,7 +27,7 @@ export function modal({ title, content, buttons, cancelValue = null, dismissible
           type: 'button',
           class: b.kind ?? '',
           onclick: async () => {
-            if (b.onClick && (await b.onClick()) === false) return;
+            if (b.onClick && (await b.onClick(fail)) === false) return;
             result = b.value;
             done = true;
             dialog.close();
@@ -26,7 +36,7 @@ export function modal({ title, content, buttons, cancelValue = null, dismissible
         b.label,
       ),
     );
-    dialog.append(h('h2', { id: titleId }, title), ...content, h('div', { class: 'actions' }, btns));
+    dialog.append(h('h2', { id: titleId }, title), ...content, alert, h('div', { class: 'actions' }, btns));
     dialog.addEventListener('cancel', (e) => {
       if (!dismissible) e.preventDefault();
     });
