@@ -31,7 +31,7 @@ export async function runDemo(opts: {
 
   const input: ConfigInput = {
     server: { port: opts.port, host: opts.host ?? '127.0.0.1' },
-    admin: { port: opts.adminPort, host: '127.0.0.1' },
+    admin: { port: opts.adminPort, host: '127.0.0.1', console: true },
     routes: [{ prefix: '/notify/v1', target: `http://127.0.0.1:${backendPort}` }],
     store: { type: 'memory' },
     // A tiny tier so the 429 shows after three requests.
@@ -107,6 +107,7 @@ function demoInstructions(
     'notify-gateway demo is running (in-memory store; data is gone when you stop it).',
     `  gateway   ${base}  ->  example backend on 127.0.0.1:${backendPort}`,
     `  admin API http://127.0.0.1:${adminPort}/admin/v1 (loopback, no token in demo)`,
+    `  console   http://127.0.0.1:${adminPort}/console/  (open it in a browser: companies, keys, audit)`,
     '',
     'Demo keys (shown once, like real keys):',
     `  acme          ${acme.key}`,

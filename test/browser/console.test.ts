@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -454,6 +456,43 @@ describe('operator console in tokenless loopback mode (the demo), keyboard only'
     );
     assert.deepEqual(await seriousA11yViolations(page), []);
     assert.deepEqual(csp, []);
+  });
+});
+
+describe('npx notify-gateway demo: the printed console URL works with no further step', () => {
+  let proc: ChildProcess;
+  let out = '';
+  before(async () => {
+    const cli = join(import.meta.dirname, '../../dist/cli.js');
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first (npm test does)`);
+    proc = spawn(process.execPath, [cli, 'demo'], {
+      env: { ...process.env, PORT: '0', ADMIN_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    await eventually(async () => out.includes('Press Ctrl+C') || proc.exitCode !== null, 15_000, 50);
+  });
+  after(async () => {
+    if (!proc || proc.exitCode !== null) return;
+    proc.kill('SIGINT');
+    await new Promise((r) => proc.once('exit', r));
+  });
+
+  test('the console lists the demo companies, no sign-in', async () => {
+    const url = /console\s+(http:\S+\/console\/)/.exec(out)?.[1];
+    assert.ok(url, `a console URL in:\n${out}`);
+    const context = await browser.newContext();
+    const csp = await watchCsp(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(5000);
+    await page.goto(url);
+    for (const id of ['acme', 'suspended-co', 'burst-co'])
+      await page.getByRole('link', { name: id }).waitFor();
+    await page.getByRole('link', { name: 'acme' }).click();
+    await page.getByRole('cell', { name: 'demo', exact: true }).waitFor();
+    assert.deepEqual(csp, []);
+    await context.close();
   });
 });
 

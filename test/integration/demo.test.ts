@@ -67,6 +67,18 @@ describe('notify-gateway demo, as a new user runs it', () => {
     assert.ok(keys[0]!.exposedAt, 'the key sent in the URL was flagged as exposed');
   });
 
+  test('the printed console URL serves the console, and its API answers without a token', async () => {
+    const url = /console\s+(http:\S+\/console\/)/.exec(out)?.[1];
+    assert.ok(url, 'the demo prints the console URL');
+    const page = await fetch(url);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<script type="module" src="js\/app\.js">/);
+    assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+    const companies = await fetch(new URL('/admin/v1/companies', url));
+    assert.equal(companies.status, 200);
+    assert.equal(companies.headers.get('cache-control'), 'no-store');
+  });
+
   test('the demo validates OTP requests with clear 400s', async () => {
     const base = /gateway\s+(http:\S+)/.exec(out)![1]!;
     const key = /acme\s+(nk_test_\w+)/.exec(out)![1]!;
