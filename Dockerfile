@@ -26,6 +26,8 @@ COPY package.json ./
 COPY --from=prod-deps /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY config ./config
+# The operator console (admin.console): static files the admin listener serves from dist/../console.
+COPY console ./console
 # The image's `node` user, by number: Kubernetes' runAsNonRoot can only verify a numeric user.
 USER 1000:1000
 # 8080: gateway (/healthz, /readyz, routes). 8081: admin API and /metrics (loopback unless

@@ -46,7 +46,7 @@ export async function renderAudit(main, params) {
       h('button', { type: 'submit' }, 'Apply filters'),
     ),
     table(
-      `${shown.length} entries, newest first`,
+      `${shown.length} ${shown.length === 1 ? 'entry' : 'entries'}, newest first`,
       ['Time', 'Event', 'Company', 'Key', 'Actor', 'Details'],
       shown.map((e) => [
         when(e.at),

@@ -85,7 +85,10 @@ function createRequireToken(token: string | null): RequestHandler {
  * browser-marked requests (but the console's own, see `isConsoleOrigin`), JSON bodies only, and
  * (tokenless, loopback only) loopback Host names.
  */
-function createRefuseBrowsers(token: string | null, consoleOpts: ConsoleOriginOptions | null): RequestHandler {
+function createRefuseBrowsers(
+  token: string | null,
+  consoleOpts: ConsoleOriginOptions | null,
+): RequestHandler {
   return function refuseBrowsers(req, res, next) {
     const site = req.headers['sec-fetch-site'];
     const origin = req.headers.origin;

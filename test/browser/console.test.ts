@@ -319,7 +319,7 @@ describe('operator console with an admin token', () => {
     assert.deepEqual([...new Set(companies)], ['acme']);
     await page.getByLabel('Event').selectOption('key.revoked');
     await page.waitForURL(/#\/audit\?company=acme&event=key\.revoked$/);
-    await page.getByText('1 entries, newest first').waitFor();
+    await page.getByText('1 entry, newest first').waitFor();
     const events = await page.locator('tbody tr td:nth-child(2)').allTextContents();
     assert.deepEqual(events, ['key.revoked']);
     await checkScreen(page, 'audit');

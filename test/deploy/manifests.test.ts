@@ -627,7 +627,8 @@ test('Dockerfile: multi-stage, non-root, healthcheck, CLI entrypoint, prod deps 
     const from = /--from=(\S+)/.exec(l)?.[1];
     if (from) assert.ok(stages.includes(from), `${l}: no stage named ${from}`);
   }
-  // The runtime image holds the built code, prod dependencies and config, never sources or tooling.
+  // The runtime image holds the built code, prod dependencies, config and the console's static
+  // files (admin.console), never sources or tooling.
   for (const l of instr('COPY')) {
     const sources = l
       .split(/\s+/)
@@ -635,7 +636,7 @@ test('Dockerfile: multi-stage, non-root, healthcheck, CLI entrypoint, prod deps 
       .filter((t) => !t.startsWith('--'));
     for (const src of sources) {
       assert.ok(
-        ['package.json', 'node_modules', 'dist', 'config'].includes(posix.basename(src)),
+        ['package.json', 'node_modules', 'dist', 'config', 'console'].includes(posix.basename(src)),
         `runtime stage copies ${src}`,
       );
     }
