@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
+import { AdminService } from '../../src/admin/service.js';
 import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type GatewayHandle } from '../../src/server.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
@@ -58,6 +59,7 @@ describe('operator console with an admin token', () => {
   const alerts: string[] = [];
   const answers: { url: string; text: Promise<string> }[] = [];
   let firstKey = '';
+  const store = new MemoryKeyStore();
   let firstKeyPrefix = '';
 
   before(async () => {
@@ -68,7 +70,7 @@ describe('operator console with an admin token', () => {
         store: { type: 'memory' },
         routes: [{ prefix: '/notify/v1', target: upstream.url }],
       },
-      { store: new MemoryKeyStore() },
+      { store },
     );
     base = `http://127.0.0.1:${t.adminPort}`;
     context = await browser.newContext({
@@ -283,7 +285,47 @@ describe('operator console with an admin token', () => {
     await page.getByRole('status').filter({ hasText: 'Saved: status.' }).waitFor();
   });
 
+  test('key badges: exposed, expiring within 7 days, rotation due; the plaintext is never listed', async () => {
+    const api = adminApi(t.adminPort);
+    assert.equal((await api('POST', '/admin/v1/companies', { id: 'badge-co', tier: 'free' })).status, 201);
+    // A key created 100 days ago (rotation age 90): the same store, a service whose clock is behind.
+    const past = new AdminService({
+      store,
+      tiers: new Set(['free']),
+      maxActiveKeys: 0,
+      rotationAgeDays: 90,
+      now: () => Date.now() - 100 * 86_400_000,
+    });
+    const old = await past.createKey('badge-co', { label: 'old' });
+    assert.ok(old.ok);
+    const soon = new Date(Date.now() + 3 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const expiring = await api('POST', '/admin/v1/companies/badge-co/keys', {
+      label: 'soon',
+      expiresAt: soon,
+    });
+    assert.equal(expiring.status, 201);
+    // The key sent in a URL is refused and flagged exposed.
+    const leak = await fetch(
+      `http://127.0.0.1:${t.port}/notify/v1/health?api_key=${expiring.body.key as string}`,
+    );
+    assert.equal(leak.status, 401);
+    await page.goto(`${base}/console/#/companies/badge-co`);
+    const oldRow = page
+      .getByRole('row')
+      .filter({ has: page.getByRole('cell', { name: 'old', exact: true }) });
+    await oldRow.getByText('rotation due').waitFor();
+    const soonRow = page
+      .getByRole('row')
+      .filter({ has: page.getByRole('cell', { name: 'soon', exact: true }) });
+    await soonRow.getByText('expires within 7 days').waitFor();
+    await soonRow.getByText('exposed').waitFor();
+    assert.equal(await oldRow.getByText('expires within 7 days').count(), 0);
+    const html = await page.content();
+    for (const k of [old.value.key, expiring.body.key as string]) assert.ok(!html.includes(k));
+  });
+
   test('usage: the panel says so when the gateway has no usage endpoint', async () => {
+    await page.goto(`${base}/console/#/companies/acme`);
     await page.getByText('Usage not available on this gateway.').waitFor();
   });
 
