@@ -249,6 +249,10 @@ async function withService<T>(
   if (fileStoreNote && config.store.type === 'file') process.stderr.write(`note: ${fileStoreNote}\n`);
 }
 
+// C0, DEL and C1 controls (ESC starts terminal escape sequences; CR and LF could forge rows).
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/g;
+
 /** What the file store puts where the key file says nothing (`createdAt` of companies). */
 const EPOCH = '1970-01-01T00:00:00Z';
 
@@ -269,13 +273,19 @@ const FILE_NOTES = {
     '(GET /admin/v1/audit on its admin port)',
 } as const;
 
+/**
+ * Plain columns, two spaces apart, one row per line (kept hand-written rather than cli-table3:
+ * docs/architecture.md, "CLI tables"). Control characters in a cell are shown escaped (`\u001b`):
+ * a company name or label must not move the cursor, recolour the terminal or forge a row.
+ */
 function table(rows: object[], cols: string[]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = rows.map((r) =>
     cols.map((c) => {
       const v = (r as Record<string, unknown>)[c];
       // The epoch only comes from a key file that does not say: "not recorded", not 1970.
-      return v === null || v === undefined || v === EPOCH ? '-' : String(v);
+      if (v === null || v === undefined || v === EPOCH) return '-';
+      return String(v).replace(CONTROL_CHARS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
     }),
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));

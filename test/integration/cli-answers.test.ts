@@ -106,6 +106,9 @@ describe('exit codes and CLI words (issue 12, point 3)', () => {
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Usage: notify-gateway/);
     assert.equal((await cli(['keys', '--help'])).code, 0);
+    // Issue 12, point 13: the help states the real default (1 without Redis).
+    const serveHelp = await cli(['serve', '--help']);
+    assert.match(serveHelp.stdout.replace(/\s+/g, ' '), /default: CPU count with the redis store, else 1/);
   });
 
   test('errors speak the options the user typed, not the API field types', async () => {
@@ -163,6 +166,8 @@ describe('file store outputs (issue 12, point 12)', () => {
         '    tier: free',
         '    keys:',
         `      - { id: k1, hash: ${'a'.repeat(64)}, prefix: nk_live_abcdef }`,
+        // A name that would clear the screen and forge a table row if printed raw.
+        '  - { id: evil, tier: free, name: "Evil\\e[2J\\nforged  row" }',
         '',
       ].join('\n'),
     });
@@ -172,6 +177,13 @@ describe('file store outputs (issue 12, point 12)', () => {
     assert.ok(!companies.stdout.includes('1970'), companies.stdout);
     assert.match(companies.stdout, /^acme\s+acme\s+free\s+active\s+true\s+-\s+-$/m);
     assert.match(companies.stderr, /^note: the key file records no creation or update time/m);
+    assert.ok(
+      // eslint-disable-next-line no-control-regex
+      !/[\u0000-\u0009\u000b-\u001f]/.test(companies.stdout),
+      'a control character reached the terminal',
+    );
+    assert.ok(companies.stdout.includes('Evil\\u001b[2J\\u000aforged  row'), companies.stdout);
+    assert.equal(companies.stdout.split('\n').length, 4, 'header, two rows, final newline');
     const keys = await cli(['keys', 'list', 'acme'], env);
     assert.equal(keys.code, 0, keys.stderr);
     assert.match(keys.stderr, /lastUsedAt is kept in the running gateway's memory.*admin API/);

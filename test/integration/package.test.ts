@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import ts from 'typescript';
@@ -115,5 +115,25 @@ describe('package', () => {
       .getPreEmitDiagnostics(program)
       .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
     assert.deepEqual(problems, []);
+  });
+
+  test('README and docs cite only files in the repository (no shared/spec/... a user does not have)', () => {
+    const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`)];
+    const missing: string[] = [];
+    for (const page of pages) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      const cited = [
+        ...text.matchAll(/`((?:shared|docs|src|config|deploy|bench|test)\/[\w./-]*\w)`/g),
+        ...text.matchAll(/\]\(((?!https?:)[\w./-]+\.md)(?:#[\w-]*)?\)/g),
+      ].map((m) => m[1]!);
+      for (const path of cited) {
+        const base =
+          page.startsWith('docs/') && !/^(docs|src|config|deploy|bench|test|shared)\//.test(path)
+            ? 'docs'
+            : '';
+        if (!path.includes('*') && !existsSync(join(ROOT, base, path))) missing.push(`${page}: ${path}`);
+      }
+    }
+    assert.deepEqual(missing, []);
   });
 });
