@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { createServer } from 'node:http';
@@ -18,6 +19,7 @@ import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
+import { parseKeyFile } from './store/file-store.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -44,6 +46,19 @@ function startableConfigOrExit(file: string | undefined): Extract<LoadResult, { 
   if (!r.ok) invalidConfig(r.file, r.problems);
   const problems = findStartupProblems(r.config, { file: r.file, isLoopback: isLoopbackName });
   if (problems.length) invalidConfig(r.file, problems);
+  // The key file opens: its content must parse too, or serve would refuse it after all.
+  if (r.config.store.type === 'file') {
+    const path = r.config.store.file.path;
+    const parsed = parseKeyFile(
+      readFileSync(path, 'utf8'),
+      new Set(r.config.rateLimit.tiers.map((t) => t.name)),
+    );
+    if (!parsed.ok)
+      invalidConfig(
+        r.file,
+        parsed.problems.map((p) => `store.file.path (${path}): ${p}`),
+      );
+  }
   return r;
 }
 

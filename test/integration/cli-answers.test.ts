@@ -69,6 +69,22 @@ describe('config check is the pre-flight of serve (issue 12, point 1)', () => {
     assert.equal(serve.stdout, '', 'serve started nothing');
   });
 
+  test('a key file that opens but does not parse: both exit 2 with its problems', async () => {
+    const dir = dirWith({
+      'gateway.yaml': 'server: { port: 0 }\nadmin: { port: 0 }\n',
+      'keys.yaml': 'companies:\n  - { id: acme, tier: gold, keys: [{ id: k1, hash: nope }] }\n',
+    });
+    const file = join(dir, 'gateway.yaml');
+    const check = await cli(['config', 'check', '--config', file]);
+    const serve = await cli(['serve', '--config', file]);
+    assert.equal(check.code, 2, check.stderr);
+    assert.equal(serve.code, 2, serve.stderr);
+    assert.equal(serve.stderr, check.stderr);
+    assert.ok(check.stderr.includes(`store.file.path (${join(dir, 'keys.yaml')}): `), check.stderr);
+    assert.match(check.stderr, /gold/);
+    assert.match(check.stderr, /must be the 64-hex SHA-256/);
+  });
+
   test('a minimal custom config passes once its key file exists', async () => {
     const dir = dirWith({ 'gateway.yaml': '{}\n', 'keys.yaml': 'companies: []\n' });
     const r = await cli(['config', 'check', '--config', join(dir, 'gateway.yaml')]);
