@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { createServer } from 'node:http';
@@ -9,13 +10,16 @@ import { createKeyRecord } from './auth/key-record.js';
 import { maskUrlCredentials, maskUrlsInText, redactConfig } from './redact.js';
 import { isoSeconds } from './time.js';
 import { AdminService, type AdminResult } from './admin/service.js';
-import { loadConfig } from './config/load.js';
+import { isLoopbackName } from './admin/router.js';
+import { loadConfig, type LoadResult } from './config/load.js';
+import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
+import { parseKeyFile } from './store/file-store.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -29,23 +33,59 @@ function fatal(message: string, code = EXIT_FAIL): never {
 
 function configOrExit(file: string | undefined): Readonly<GatewayConfig> {
   const r = loadConfig({ file, env: process.env });
-  if (!r.ok) fatal(`invalid configuration (${r.file}):\n  - ${r.problems.join('\n  - ')}`, EXIT_USAGE);
+  if (!r.ok) invalidConfig(r.file, r.problems);
   return r.config;
+}
+
+/**
+ * `serve` and `config check`: the schema, then what would keep the config from starting (the same
+ * `findStartupProblems` that `startGateway` runs). Exit 2 with every problem, in the same words.
+ */
+function startableConfigOrExit(file: string | undefined): Extract<LoadResult, { ok: true }> {
+  const r = loadConfig({ file, env: process.env });
+  if (!r.ok) invalidConfig(r.file, r.problems);
+  const problems = findStartupProblems(r.config, { file: r.file, isLoopback: isLoopbackName });
+  if (problems.length) invalidConfig(r.file, problems);
+  // The key file opens: its content must parse too, or serve would refuse it after all.
+  if (r.config.store.type === 'file') {
+    const path = r.config.store.file.path;
+    const parsed = parseKeyFile(
+      readFileSync(path, 'utf8'),
+      new Set(r.config.rateLimit.tiers.map((t) => t.name)),
+    );
+    if (!parsed.ok)
+      invalidConfig(
+        r.file,
+        parsed.problems.map((p) => `store.file.path (${path}): ${p}`),
+      );
+  }
+  return r;
+}
+
+function invalidConfig(file: string, problems: string[]): never {
+  fatal(`invalid configuration (${file}):\n  - ${problems.join('\n  - ')}`, EXIT_USAGE);
 }
 
 const program = new Command()
   .name('notify-gateway')
   .description('API-key gateway for notification backends')
   .showHelpAfterError()
+  // Commander exits 1 on a usage error (unknown command or option, missing or bad argument); the
+  // documented code is 2. Help and --version still exit 0. Subcommands inherit this.
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE))
   .option('-c, --config <file>', 'config file (default: $GATEWAY_CONFIG or the shipped config/default.yaml)');
 
 // ---- serve
 program
   .command('serve')
   .description('run the gateway and the admin API')
-  .option('-w, --workers <n>', 'worker processes (default: CPU count; 1 = no cluster)', parsePositive)
+  .option(
+    '-w, --workers <n>',
+    'worker processes (default: CPU count with the redis store, else 1; 1 = no cluster)',
+    parsePositive,
+  )
   .action(async (o: { workers?: number }) => {
-    const config = configOrExit(program.opts().config);
+    const config = startableConfigOrExit(program.opts().config).config;
     const workers = o.workers ?? (config.store.type === 'redis' ? availableParallelism() : 1);
     const sharedLimits =
       config.store.type === 'redis' || (config.store.type === 'file' && config.rateLimit.redisUrl);
@@ -158,8 +198,7 @@ program
   .description('validate the configuration (file + environment); lists every problem')
   .option('--json', 'print the effective configuration as JSON (secrets hidden)')
   .action((o: { json?: boolean }) => {
-    const r = loadConfig({ file: program.opts().config, env: process.env });
-    if (!r.ok) fatal(`invalid configuration (${r.file}):\n  - ${r.problems.join('\n  - ')}`, EXIT_USAGE);
+    const r = startableConfigOrExit(program.opts().config);
     // Printed from a redacted copy only: no branch below can reach a secret (INVARIANTS #12).
     const shown = redactConfig(r.config);
     process.stdout.write(o.json ? JSON.stringify(shown, null, 2) + '\n' : describeConfig(r.file, shown));
@@ -182,6 +221,7 @@ async function withService<T>(
   fn: (svc: AdminService) => Promise<AdminResult<T>>,
   print: (v: T) => string,
   json: boolean,
+  fileStoreNote?: string,
 ): Promise<void> {
   const config = configOrExit(program.opts().config);
   if (config.store.type === 'memory') {
@@ -214,17 +254,53 @@ async function withService<T>(
   }
   if (!result.ok) {
     if (json) process.stderr.write(JSON.stringify({ error: result.error, details: result.details }) + '\n');
-    fatal(`${result.error}: ${result.details}`, result.status === 400 ? EXIT_USAGE : EXIT_FAIL);
+    fatal(
+      `${result.error}: ${result.status === 400 ? inCliWords(result.details) : result.details}`,
+      result.status === 400 ? EXIT_USAGE : EXIT_FAIL,
+    );
   }
   process.stdout.write(json ? JSON.stringify(result.value, null, 2) + '\n' : print(result.value));
+  // On stderr: a note for the reader, never part of what a script parses.
+  if (fileStoreNote && config.store.type === 'file') process.stderr.write(`note: ${fileStoreNote}\n`);
 }
 
+// C0, DEL and C1 controls (ESC starts terminal escape sequences; CR and LF could forge rows).
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** What the file store puts where the key file says nothing (`createdAt` of companies). */
+const EPOCH = '1970-01-01T00:00:00Z';
+
+/**
+ * What the CLI cannot see with the file store: it reads the key file in its own process, while
+ * last use and audit events live in the running gateway's memory (never written to the file).
+ */
+const FILE_NOTES = {
+  companies:
+    'the key file records no creation or update time; createdAt/updatedAt show "-" (the admin API ' +
+    `answers ${EPOCH})`,
+  keys:
+    "lastUsedAt is kept in the running gateway's memory, not in the key file: ask its admin API " +
+    '(GET /admin/v1/companies/<id>/keys on the admin port)',
+  audit:
+    'the audit trail is stored in Redis (store.type: redis); with the file store each event is a log ' +
+    'line (msg "audit ...") and sits in the running gateway\'s memory until it stops ' +
+    '(GET /admin/v1/audit on its admin port)',
+} as const;
+
+/**
+ * Plain columns, two spaces apart, one row per line (kept hand-written rather than cli-table3:
+ * docs/architecture.md, "CLI tables"). Control characters in a cell are shown escaped (`\u001b`):
+ * a company name or label must not move the cursor, recolour the terminal or forge a row.
+ */
 function table(rows: object[], cols: string[]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = rows.map((r) =>
     cols.map((c) => {
       const v = (r as Record<string, unknown>)[c];
-      return v === null || v === undefined ? '-' : String(v);
+      // The epoch only comes from a key file that does not say: "not recorded", not 1970.
+      if (v === null || v === undefined || v === EPOCH) return '-';
+      return String(v).replace(CONTROL_CHARS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
     }),
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
@@ -242,11 +318,11 @@ companies
   .command('create <id>')
   .option('--name <name>')
   .option('--tier <tier>', 'a tier of rateLimit.tiers', 'free')
-  .option('--status <status>', 'active | pending | suspended', 'active')
-  .option('--api-access <on|off>', 'API access', 'on')
+  .option('--status <status>', 'active | pending | suspended', parseStatus, 'active')
+  .option('--api-access <on|off>', 'API access', parseOnOff, true)
   .option('--json')
   .action(
-    (id: string, o: { name?: string; tier: string; status: string; apiAccess: string; json?: boolean }) =>
+    (id: string, o: { name?: string; tier: string; status: string; apiAccess: boolean; json?: boolean }) =>
       withService(
         (s) =>
           s.createCompany(
@@ -254,7 +330,7 @@ companies
               id,
               tier: o.tier,
               status: o.status,
-              apiAccess: onOff(o.apiAccess),
+              apiAccess: o.apiAccess,
               ...(o.name ? { name: o.name } : {}),
             },
             'cli',
@@ -271,6 +347,7 @@ companies
       (s) => s.getCompany(id),
       (c) => table([c], companyCols),
       !!o.json,
+      FILE_NOTES.companies,
     ),
   );
 companies
@@ -281,25 +358,26 @@ companies
       (s) => s.listCompanies(),
       (cs) => table(cs, companyCols),
       !!o.json,
+      FILE_NOTES.companies,
     ),
   );
 companies
   .command('update <id>')
   .option('--name <name>')
   .option('--tier <tier>')
-  .option('--status <status>', 'active | pending | suspended')
-  .option('--api-access <on|off>')
+  .option('--status <status>', 'active | pending | suspended', parseStatus)
+  .option('--api-access <on|off>', 'API access', parseOnOff)
   .option('--json')
   .action(
     (
       id: string,
-      o: { name?: string; tier?: string; status?: string; apiAccess?: string; json?: boolean },
+      o: { name?: string; tier?: string; status?: string; apiAccess?: boolean; json?: boolean },
     ) => {
       const patch: Record<string, unknown> = {};
       if (o.name !== undefined) patch.name = o.name;
       if (o.tier !== undefined) patch.tier = o.tier;
       if (o.status !== undefined) patch.status = o.status;
-      if (o.apiAccess !== undefined) patch.apiAccess = onOff(o.apiAccess);
+      if (o.apiAccess !== undefined) patch.apiAccess = o.apiAccess;
       return withService(
         (s) => s.updateCompany(id, patch, 'cli'),
         (c) => table([c], companyCols),
@@ -355,6 +433,7 @@ keys
       (s) => s.listKeys(companyId),
       (ks) => table(ks, keyCols),
       !!o.json,
+      FILE_NOTES.keys,
     ),
   );
 keys
@@ -446,11 +525,38 @@ program
           ['at', 'event', 'companyId', 'keyId', 'keyPrefix', 'actor', 'details'],
         ),
       !!o.json,
+      FILE_NOTES.audit,
     ),
   );
 
-function onOff(v: string): boolean | string {
-  return v === 'on' || v === 'true' ? true : v === 'off' || v === 'false' ? false : v;
+function parseOnOff(v: string): boolean {
+  if (v === 'on' || v === 'true') return true;
+  if (v === 'off' || v === 'false') return false;
+  throw new InvalidArgumentError('must be on or off');
+}
+function parseStatus(v: string): string {
+  if (!['active', 'pending', 'suspended'].includes(v))
+    throw new InvalidArgumentError('must be active, pending or suspended');
+  return v;
+}
+
+/** The admin service names fields as the API does; the CLI user typed options and arguments. */
+const CLI_WORDS: Readonly<Record<string, string>> = {
+  id: '<id>',
+  name: '--name',
+  tier: '--tier',
+  status: '--status',
+  apiAccess: '--api-access',
+  label: '--label',
+  environment: '--environment',
+  expiresAt: '--expires-at',
+  gracePeriodSeconds: '--grace',
+};
+/** `expiresAt: must be ...; tier: ...` in the CLI's words: `--expires-at: must be ...`. */
+function inCliWords(details: string): string {
+  return details.replace(/(^|; )([A-Za-z]+):/g, (m, sep: string, field: string) =>
+    CLI_WORDS[field] ? `${sep}${CLI_WORDS[field]}:` : m,
+  );
 }
 function parsePositive(v: string): number {
   const n = Number(v);

@@ -14,6 +14,7 @@ import { AdminService } from './admin/service.js';
 import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
 import { rawErrorResponse, safeMessage, type ErrorCode } from './errors.js';
+import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp } from './http/app.js';
 import { securityHeaderSet } from './http/steps/security-headers.js';
@@ -150,8 +151,8 @@ function logRedisErrors(client: RedisClient, logger: Logger, what: string): void
 
 /**
  * Starts the gateway (and the admin API on its own port) from a validated config: store, limiter,
- * verifier, admin API, listening servers. Throws on a config that cannot run (admin API on a
- * public address without a token, bad TLS files, a port in use).
+ * verifier, admin API, listening servers. Throws on a config that cannot run (`findStartupProblems`:
+ * admin API on a public address without a token, a key or TLS file that cannot be read; a port in use).
  *
  * @example
  * const r = loadConfig({ env: process.env });
@@ -164,11 +165,9 @@ export async function startGateway(
   opts: StartOptions = {},
 ): Promise<GatewayHandle> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
-  if (config.admin.enabled && !config.admin.token && !isLoopbackName(config.admin.host)) {
-    throw new Error(
-      `the admin API binds ${config.admin.host}, which is not loopback: set ADMIN_TOKEN (admin.token)`,
-    );
-  }
+  // The same checks as `config check` (admin token, key file, TLS files), every problem at once.
+  const problems = findStartupProblems(config, { isLoopback: isLoopbackName, checkKeyFile: !opts.store });
+  if (problems.length) throw new Error(`the configuration cannot start:\n  - ${problems.join('\n  - ')}`);
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
   const built = opts.store
     ? { store: opts.store, redis: undefined }

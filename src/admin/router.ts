@@ -133,7 +133,7 @@ function createAdminRoutes(service: AdminService): express.Router {
     reply(res, await service.rotateKey(req.params.keyId!, req.body ?? {}), 201, true),
   );
   r.get('/audit', async (req, res) => {
-    const limit = typeof req.query.limit === 'string' ? Number(req.query.limit) : undefined;
+    const limit: unknown = req.query.limit; // validated by the service: 400 naming `limit`
     const companyId = typeof req.query.companyId === 'string' ? req.query.companyId : undefined;
     reply(
       res,

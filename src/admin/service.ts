@@ -329,8 +329,13 @@ export class AdminService {
     if (revoke && this.opts.store.writable) await this.revokeKey(key.id, 'gateway', 'exposed in a URL');
   }
 
-  async readAudit(opts: { limit?: number; companyId?: string }): Promise<AdminResult<AuditEntry[]>> {
-    const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 100) || 100, 1), 1000);
+  async readAudit(opts: { limit?: unknown; companyId?: string }): Promise<AdminResult<AuditEntry[]>> {
+    const limit = auditLimit(opts.limit);
+    if (limit === null)
+      return fail(
+        'ADMIN_INVALID_REQUEST',
+        'limit: must be a whole number ≥ 1 (at most 1000 entries are returned)',
+      );
     return {
       ok: true,
       value: await this.opts.store.readAudit({
@@ -432,6 +437,16 @@ function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z
     })
     .join('; ');
   return fail('ADMIN_INVALID_REQUEST', details);
+}
+
+/**
+ * The audit `limit`: a whole number ≥ 1 (a query string's digits or a number), capped at 1000;
+ * 100 when absent; null when it is anything else (`abc`, `0`, `1.5`, a repeated parameter).
+ */
+function auditLimit(v: unknown): number | null {
+  if (v === undefined) return 100;
+  const n = typeof v === 'string' && /^\d{1,16}$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
+  return Number.isInteger(n) && n >= 1 ? Math.min(n, 1000) : null;
 }
 
 /** An admin failure from the registry; `details` replaces the registry's default wording. */

@@ -18,8 +18,8 @@ export type LoadResult =
 /** One environment override: the config path it sets (as shown in problems) and how it applies. */
 interface EnvOverride {
   path: string;
-  /** Default: set `path` to the raw string (the schema coerces numbers). */
-  apply?: (cfg: Record<string, unknown>, value: string) => void;
+  /** Default: set `path` to the raw string (the schema coerces numbers). Returns a problem, if any. */
+  apply?: (cfg: Record<string, unknown>, value: string) => string | undefined | void;
 }
 
 /**
@@ -38,7 +38,7 @@ const ENV_TABLE = {
       setPath(cfg, 'store.redis.url', url);
     },
   },
-  UPSTREAM_URL: { path: 'routes[/notify/v1].target', apply: setDefaultRouteTarget },
+  UPSTREAM_URL: { path: 'routes.0.target', apply: setSingleRouteTarget },
   UPSTREAM_TIMEOUT_MS: { path: 'upstream.timeoutMs' },
   BODY_LIMIT_BYTES: { path: 'server.bodyLimitBytes' },
   LOG_LEVEL: { path: 'log.level' },
@@ -74,8 +74,10 @@ export function loadConfig(opts: {
   const read = readYamlMapping(text);
   if (!read.ok) return { ok: false, file, problems: read.problems.map((p) => `${file}: ${p}`) };
   const raw = read.value;
-  const input = applyEnv(structuredClone(raw) as Record<string, unknown>, opts.env ?? {});
-  return validateConfig(input, file);
+  const input = structuredClone(raw) as Record<string, unknown>;
+  const applied = applyEnv(input, opts.env ?? {});
+  if (applied.problems.length) return { ok: false, file, problems: applied.problems };
+  return validateInput(input, file, applied.names);
 }
 
 /**
@@ -105,9 +107,19 @@ export function validateConfig(
   input: ConfigInput | Record<string, unknown>,
   baseFile = DEFAULT_CONFIG_FILE,
 ): LoadResult {
+  return validateInput(input, baseFile, []);
+}
+
+/** `validateConfig`, blaming a problem on an environment variable only when it was applied. */
+function validateInput(
+  input: ConfigInput | Record<string, unknown>,
+  baseFile: string,
+  envApplied: readonly EnvName[],
+): LoadResult {
   const parsed = configSchema.safeParse(input);
   if (!parsed.success) {
-    return { ok: false, file: baseFile, problems: parsed.error.issues.map(formatIssue) };
+    const problems = parsed.error.issues.map((i) => formatIssue(i, envApplied));
+    return { ok: false, file: baseFile, problems };
   }
   const config = parsed.data;
   const base = dirname(baseFile);
@@ -123,16 +135,14 @@ function resolvePath(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
 }
 
-function formatIssue(issue: ZodIssue): string {
-  const path = issue.path.length ? issue.path.join('.') : '(top level)';
-  const env = Object.entries(ENV_OVERRIDES).find(([, p]) => envPathMatches(p, issue.path));
-  // zod quotes some received values (enums): a URL there keeps its host, not its password.
-  return `${path}${env ? ` (from ${env[0]})` : ''}: ${maskUrlsInText(issue.message)}`;
-}
+type EnvName = keyof typeof ENV_TABLE;
 
-function envPathMatches(envPath: string, issuePath: (string | number)[]): boolean {
-  if (envPath.startsWith('routes')) return issuePath[0] === 'routes' && issuePath[2] === 'target';
-  return envPath === issuePath.join('.');
+/** One problem, `path (from VAR): message`; the variable is named only when it was set. */
+function formatIssue(issue: ZodIssue, envApplied: readonly EnvName[]): string {
+  const path = issue.path.length ? issue.path.join('.') : '(top level)';
+  const env = envApplied.find((name) => ENV_TABLE[name].path === path);
+  // zod quotes some received values (enums): a URL there keeps its host, not its password.
+  return `${path}${env ? ` (from ${env})` : ''}: ${maskUrlsInText(issue.message)}`;
 }
 
 function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
@@ -146,26 +156,48 @@ function setPath(obj: Record<string, unknown>, path: string, value: unknown): vo
   cur[parts[parts.length - 1]!] = value;
 }
 
+/**
+ * Applies the set (non-empty) variables to `cfg`; returns their names, and the problems of a
+ * variable that cannot apply (`UPSTREAM_URL` with several routes).
+ */
 function applyEnv(
   cfg: Record<string, unknown>,
   env: Record<string, string | undefined>,
-): Record<string, unknown> {
-  for (const [name, o] of Object.entries(ENV_TABLE) as [string, EnvOverride][]) {
+): { names: EnvName[]; problems: string[] } {
+  const names: EnvName[] = [];
+  const problems: string[] = [];
+  for (const [name, o] of Object.entries(ENV_TABLE) as [EnvName, EnvOverride][]) {
     const v = env[name];
     if (v === undefined || v === '') continue;
-    if (o.apply) o.apply(cfg, v);
-    else setPath(cfg, o.path, v);
+    const problem = o.apply ? o.apply(cfg, v) : setPath(cfg, o.path, v);
+    if (typeof problem === 'string') problems.push(`${name}: ${problem}`);
+    else names.push(name);
   }
-  return cfg;
+  return { names, problems };
 }
 
-/** `UPSTREAM_URL`: the target of the `/notify/v1` route, added first when the file has none. */
-function setDefaultRouteTarget(cfg: Record<string, unknown>, url: string): void {
-  const routes = Array.isArray(cfg.routes) ? (cfg.routes as Record<string, unknown>[]) : [];
-  const route = routes.find((r) => r && typeof r === 'object' && r.prefix === '/notify/v1');
-  if (route) route.target = url;
-  else routes.unshift({ prefix: '/notify/v1', target: url });
-  cfg.routes = routes;
+/**
+ * `UPSTREAM_URL`: the target of the one route. Without `routes` in the file that is the default
+ * `/notify/v1` route; with exactly one route in the file, that route (whatever its prefix); with
+ * several, it is an error: which one it meant cannot be guessed, and silently adding a route would
+ * expose a path the file never declared.
+ */
+function setSingleRouteTarget(cfg: Record<string, unknown>, url: string): string | undefined {
+  if (cfg.routes === undefined) {
+    cfg.routes = [{ prefix: '/notify/v1', target: url }];
+    return undefined;
+  }
+  if (!Array.isArray(cfg.routes)) return undefined; // the schema reports the bad `routes`
+  const routes = cfg.routes as unknown[];
+  const only = routes[0];
+  if (routes.length === 1 && only !== null && typeof only === 'object' && !Array.isArray(only)) {
+    (only as Record<string, unknown>).target = url;
+    return undefined;
+  }
+  return (
+    `sets the target of the only route, but the config file defines ${routes.length} routes; ` +
+    "set each route's target in the file and unset UPSTREAM_URL"
+  );
 }
 
 /** Freezes an object graph so a loaded config cannot drift at run time. */

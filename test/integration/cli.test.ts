@@ -87,7 +87,7 @@ describe('CLI', () => {
     assert.match(dup.stderr, /already exists/);
     const badTier = await cli(['companies', 'create', 'x', '--tier', 'gold'], env);
     assert.equal(badTier.code, 2);
-    assert.match(badTier.stderr, /tier: "gold" is not a configured tier/);
+    assert.match(badTier.stderr, /--tier: "gold" is not a configured tier/);
 
     const table = await cli(['companies', 'list'], env);
     assert.equal(table.code, 0);
@@ -156,7 +156,7 @@ describe('CLI', () => {
     ]) {
       const r = await cli(['keys', 'create', 'ts-cli', '--expires-at', at], env);
       assert.equal(r.code, 2, at);
-      assert.match(r.stderr, /expiresAt: must be a real UTC instant/, at);
+      assert.match(r.stderr, /--expires-at: must be a real UTC instant/, at);
     }
     assert.match((await cli(['keys', 'list', 'ts-cli'], env)).stdout, /\(none\)/);
   });

@@ -491,7 +491,7 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
     assert.ok((await store.inner.getKey(k.value.id))!.revokedAt);
   });
 
-  test('the audit read is clamped to 1..1000 (100 by default) and filtered by company', async () => {
+  test('the audit limit: 100 by default, capped at 1000, anything but a whole number >= 1 refused; filtered by company', async () => {
     const { svc, store } = probed();
     await svc.createCompany({ id: 'a' });
     await svc.createCompany({ id: 'b' });
@@ -501,8 +501,14 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
       limits.push(o.limit);
       return read(o);
     };
-    for (const limit of [undefined, 0, -5, 2.9, 5000, Number.NaN]) await svc.readAudit({ limit: limit! });
-    assert.deepEqual(limits, [100, 100, 1, 2, 1000, 100]);
+    for (const limit of [undefined, 1, 5000, '7']) assert.ok((await svc.readAudit({ limit })).ok);
+    assert.deepEqual(limits, [100, 1, 1000, 7]);
+    for (const limit of [0, -5, 2.9, Number.NaN, 'abc', '', '1e3', ['1', '2'], null]) {
+      const r = await svc.readAudit({ limit });
+      assert.ok(!r.ok && r.status === 400, JSON.stringify(limit));
+      assert.match(r.details, /^limit: /);
+    }
+    assert.equal(limits.length, 4, 'a refused limit reads nothing');
     const only = await svc.readAudit({ companyId: 'b' });
     assert.ok(only.ok);
     assert.deepEqual(

@@ -92,6 +92,56 @@ unknownKey: 1
     }
   });
 
+  test('a problem names an environment variable only when that variable was set', () => {
+    const p = file('server:\n  port: eighty\nroutes:\n  - { prefix: /notify/v1, target: "ftp://x" }\n');
+    const fromFile = loadConfig({ file: p, env: {} });
+    const text = fromFile.ok ? '' : fromFile.problems.join('\n');
+    assert.match(text, /^server\.port: /m);
+    assert.match(text, /^routes\.0\.target: /m);
+    assert.ok(!text.includes('(from'), text);
+    const empty = loadConfig({ file: p, env: { PORT: '', UPSTREAM_URL: '' } });
+    assert.ok(!(empty.ok ? '' : empty.problems.join('\n')).includes('(from'), 'an empty variable is unset');
+    const fromEnv = loadConfig({
+      file: DEFAULT_CONFIG_FILE,
+      env: { PORT: 'eighty', UPSTREAM_URL: 'ftp://y' },
+    });
+    const envText = fromEnv.ok ? '' : fromEnv.problems.join('\n');
+    assert.match(envText, /^server\.port \(from PORT\): /m);
+    assert.match(envText, /^routes\.0\.target \(from UPSTREAM_URL\): /m);
+  });
+
+  test('UPSTREAM_URL: the default route without routes, the single route, an error with several', () => {
+    const none = loadConfig({ file: file('{}\n'), env: { UPSTREAM_URL: 'http://b:1' } });
+    assert.ok(none.ok);
+    assert.deepEqual(
+      none.config.routes.map((r) => [r.prefix, r.target]),
+      [['/notify/v1', 'http://b:1']],
+    );
+    // One route of its own, whatever its prefix: UPSTREAM_URL is its target, no route is added.
+    const one = loadConfig({
+      file: file('routes:\n  - { prefix: /mail, target: "http://old:1", timeoutMs: 5 }\n'),
+      env: { UPSTREAM_URL: 'http://b:1' },
+    });
+    assert.ok(one.ok, one.ok ? '' : one.problems.join('\n'));
+    assert.deepEqual(
+      one.config.routes.map((r) => [r.prefix, r.target, r.timeoutMs]),
+      [['/mail', 'http://b:1', 5]],
+    );
+    const several = loadConfig({
+      file: file(
+        'routes:\n  - { prefix: /notify/v1, target: "http://a:1" }\n  - { prefix: /mail, target: "http://m:1" }\n',
+      ),
+      env: { UPSTREAM_URL: 'http://b:1' },
+    });
+    assert.equal(several.ok, false);
+    assert.match(
+      several.ok ? '' : several.problems.join('\n'),
+      /^UPSTREAM_URL: sets the target of the only route, but the config file defines 2 routes/m,
+    );
+    // Without the variable the same file loads as written.
+    assert.ok(loadConfig({ file: several.file, env: {} }).ok);
+  });
+
   test('missing file, bad YAML, duplicate keys and non-mapping are clear errors', () => {
     const missing = loadConfig({ file: '/nonexistent/gateway.yaml', env: {} });
     assert.ok(!missing.ok && missing.problems[0]!.includes('file not found'));

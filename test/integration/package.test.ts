@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import ts from 'typescript';
+
+// Issue 12, point 11: what `npm pack` ships, the light signing entry, the README's TypeScript.
+const ROOT = resolve(import.meta.dirname, '../..');
+if (!existsSync(join(ROOT, 'dist/signing.d.ts')))
+  throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
+
+/** Imports `specifier` in a fresh node (from the package root, so the package's own name resolves). */
+function loadIn(specifier: string): { cjs: string[]; exports: string[] } {
+  const code = [
+    `const m = await import(${JSON.stringify(specifier)});`,
+    "const { createRequire } = await import('node:module');",
+    // express, ioredis and prom-client are CommonJS: whatever loads them lands in this cache.
+    'const cjs = Object.keys(createRequire(import.meta.url).cache);',
+    'console.log(JSON.stringify({ cjs, exports: Object.keys(m).sort() }));',
+  ].join('\n');
+  const out = execFileSync(process.execPath, ['--input-type=module', '--eval', code], { cwd: ROOT });
+  return JSON.parse(out.toString()) as { cjs: string[]; exports: string[] };
+}
+
+describe('package', () => {
+  test('notify-gateway/signing loads no express, ioredis or prom-client (the main entry does)', () => {
+    const heavy = ['express', 'ioredis', 'prom-client'];
+    const loads = (files: string[], pkg: string) => files.some((f) => f.includes(`/node_modules/${pkg}/`));
+    const light = loadIn('notify-gateway/signing');
+    assert.deepEqual(light.exports, [
+      'gatewaySignatureMiddleware',
+      'signGatewayRequest',
+      'verifyGatewaySignature',
+    ]);
+    for (const pkg of heavy) assert.ok(!loads(light.cjs, pkg), `the signing entry loads ${pkg}`);
+    assert.equal(light.cjs.length, 0, `CommonJS modules loaded: ${light.cjs.join(', ')}`);
+    const main = loadIn('notify-gateway');
+    for (const pkg of heavy) assert.ok(loads(main.cjs, pkg), `the probe cannot see ${pkg}`);
+    for (const name of light.exports) assert.ok(main.exports.includes(name), `${name} left the main entry`);
+  });
+
+  test('npm pack ships dist, config, LICENSE and README; no sources, tests or maps without sources', () => {
+    // --ignore-scripts: `prepare` would rebuild; the suite built dist already.
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const [pack] = JSON.parse(out.toString()) as { files: { path: string }[] }[];
+    const files = pack!.files.map((f) => f.path).sort();
+    for (const must of [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'config/default.yaml',
+      'config/keys.yaml',
+      'config/schema.json',
+      'dist/cli.js',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/signing.js',
+      'dist/signing.d.ts',
+    ])
+      assert.ok(files.includes(must), `${must} is not packed`);
+    const allowed =
+      /^(LICENSE|README\.md|CHANGELOG\.md|package\.json|config\/[\w.-]+\.(ya?ml|json)|dist\/.+\.(js|d\.ts|js\.map))$/;
+    assert.deepEqual(
+      files.filter((f) => !allowed.test(f)),
+      [],
+      'unexpected files in the package',
+    );
+    // Every packed map carries its sources: src/ is not shipped, so `sources` alone would dangle.
+    for (const map of files.filter((f) => f.endsWith('.map'))) {
+      const m = JSON.parse(readFileSync(join(ROOT, map), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: string[];
+      };
+      assert.equal(m.sourcesContent?.length, m.sources.length, `${map} has no sourcesContent`);
+    }
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
+    assert.equal(pkg.license, 'MIT');
+    assert.match(readFileSync(join(ROOT, 'LICENSE'), 'utf8'), /^MIT License/);
+    assert.match(
+      String((pkg.repository as { url: string }).url),
+      /github\.com\/notify-gateway\/notify-gateway/,
+    );
+    assert.ok(pkg.homepage);
+  });
+
+  test("the README's TypeScript blocks type-check under strict, against the built package", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const blocks = [...readme.matchAll(/^```(?:ts|typescript)\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    assert.ok(blocks.length >= 1, 'no ts block in the README');
+    const config = ts.getParsedCommandLineOfConfigFile(
+      join(ROOT, 'tsconfig.json'),
+      {},
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(String(d.messageText)),
+      },
+    )!;
+    const options = { ...config.options, noEmit: true, strict: true, noUnusedLocals: true };
+    // Virtual files in the package root: 'notify-gateway' resolves to the package itself (exports).
+    const virtual = new Map(blocks.map((code, i) => [join(ROOT, `readme-block-${i}.ts`), code]));
+    const host = ts.createCompilerHost(options);
+    const { getSourceFile, fileExists, readFile } = host;
+    host.fileExists = (f) => virtual.has(f) || fileExists.call(host, f);
+    host.readFile = (f) => virtual.get(f) ?? readFile.call(host, f);
+    host.getSourceFile = (f, lang, ...rest) =>
+      virtual.has(f)
+        ? ts.createSourceFile(f, virtual.get(f)!, lang)
+        : getSourceFile.call(host, f, lang, ...rest);
+    const program = ts.createProgram([...virtual.keys()], options, host);
+    const problems = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    assert.deepEqual(problems, []);
+  });
+
+  test('README and docs cite only files in the repository (no shared/spec/... a user does not have)', () => {
+    const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`)];
+    const missing: string[] = [];
+    for (const page of pages) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      const cited = [
+        ...text.matchAll(/`((?:shared|docs|src|config|deploy|bench|test)\/[\w./-]*\w)`/g),
+        ...text.matchAll(/\]\(((?!https?:)[\w./-]+\.md)(?:#[\w-]*)?\)/g),
+      ].map((m) => m[1]!);
+      for (const path of cited) {
+        const base =
+          page.startsWith('docs/') && !/^(docs|src|config|deploy|bench|test|shared)\//.test(path)
+            ? 'docs'
+            : '';
+        if (!path.includes('*') && !existsSync(join(ROOT, base, path))) missing.push(`${page}: ${path}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+});
