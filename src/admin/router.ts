@@ -5,6 +5,7 @@ import { safeMessage, sendError, type ErrorCode } from '../errors.js';
 import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { isStoreOutage } from '../store/types.js';
+import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
 
 export interface AdminAppDeps {
@@ -121,6 +122,7 @@ function createAdminRoutes(service: AdminService): express.Router {
       }),
     );
   });
+  r.get('/openapi.json', (_req, res) => void res.json(adminOpenApiDocument()));
   return r;
 }
 
