@@ -15,6 +15,7 @@ import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
+import { tracingSettings } from './observability/tracing.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
@@ -46,6 +47,8 @@ program
   .option('-w, --workers <n>', 'worker processes (default: CPU count; 1 = no cluster)', parsePositive)
   .action(async (o: { workers?: number }) => {
     const config = configOrExit(program.opts().config);
+    const tracing = tracingSettings(process.env);
+    if (!tracing.ok) fatal(`invalid configuration: ${tracing.problem}`, EXIT_USAGE);
     const workers = o.workers ?? (config.store.type === 'redis' ? availableParallelism() : 1);
     const sharedLimits =
       config.store.type === 'redis' || (config.store.type === 'file' && config.rateLimit.redisUrl);
@@ -160,6 +163,8 @@ program
   .action((o: { json?: boolean }) => {
     const r = loadConfig({ file: program.opts().config, env: process.env });
     if (!r.ok) fatal(`invalid configuration (${r.file}):\n  - ${r.problems.join('\n  - ')}`, EXIT_USAGE);
+    const tracing = tracingSettings(process.env);
+    if (!tracing.ok) fatal(`invalid configuration: ${tracing.problem}`, EXIT_USAGE);
     // Printed from a redacted copy only: no branch below can reach a secret (INVARIANTS #12).
     const shown = redactConfig(r.config);
     process.stdout.write(o.json ? JSON.stringify(shown, null, 2) + '\n' : describeConfig(r.file, shown));
