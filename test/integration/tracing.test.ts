@@ -19,6 +19,17 @@ const CLIENT_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const CLIENT_PARENT = `00-${CLIENT_TRACE}-b7ad6b7169203331-01`;
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
+/**
+ * Flushes until the exporter holds `servers` finished server spans: the server span ends on the
+ * response's 'close', which may come just after the client has read the answer.
+ */
+async function settled(gw: TestGateway, exporter: InMemorySpanExporter, servers = 1): Promise<void> {
+  await eventually(async () => {
+    await gw.gw.flushTraces();
+    return exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.SERVER).length >= servers;
+  }, 5000);
+}
+
 /** The spans of one trace, by name; the server span is the one of kind SERVER. */
 function traceOf(spans: ReadableSpan[], traceId: string) {
   const mine = spans.filter((s) => s.spanContext().traceId === traceId);
@@ -67,7 +78,7 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
     upstream.received.length = 0;
     const r = await send(t.port, '/notify/v1/send?to=someone&x=1', { headers: { 'X-API-Key': key } });
     assert.equal(r.status, 200);
-    await t.gw.flushTraces();
+    await settled(t, exporter);
     const seen = upstream.received[0]!.headers.traceparent;
     const m = TRACEPARENT.exec(String(seen));
     assert.ok(m, `the upstream saw traceparent ${String(seen)}`);
@@ -119,7 +130,7 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
     const bad = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A');
     const r = await send(t.port, '/notify/v1/send', { headers: { 'X-API-Key': bad } });
     assert.equal(r.status, 401);
-    await t.gw.flushTraces();
+    await settled(t, exporter);
     const spans = exporter.getFinishedSpans();
     const server = spans.find((s) => s.kind === SpanKind.SERVER)!;
     assert.equal(server.attributes['gateway.decision'], 'INVALID_KEY');
@@ -139,7 +150,7 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
     upstream.received.length = 0;
     const headers = { 'X-API-Key': key, traceparent: CLIENT_PARENT, tracestate: 'client=1' };
     assert.equal((await send(t.port, '/notify/v1/a', { headers })).status, 200);
-    await t.gw.flushTraces();
+    await settled(t, exporter);
     const untrustedSeen = TRACEPARENT.exec(String(upstream.received[0]!.headers.traceparent))!;
     assert.notEqual(untrustedSeen[1], CLIENT_TRACE, 'an untrusted client joined our trace');
     assert.equal(
@@ -156,7 +167,7 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
         .status,
       200,
     );
-    await trusted.gw.flushTraces();
+    await settled(trusted, trustedExporter);
     const trustedSeen = TRACEPARENT.exec(String(upstream.received[1]!.headers.traceparent))!;
     assert.equal(trustedSeen[1], CLIENT_TRACE);
     const continued = traceOf(trustedExporter.getFinishedSpans(), CLIENT_TRACE).server;
@@ -172,7 +183,7 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
       exporter.reset();
       const k = await createCompanyAndKey(dead.gw.service, 'acme');
       assert.equal((await send(dead.port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } })).status, 502);
-      await dead.gw.flushTraces();
+      await settled(dead, exporter);
       const spans = exporter.getFinishedSpans();
       const up = spans.find((s) => s.name === 'upstream')!;
       assert.equal(up.status.code, 2 /* ERROR */);
@@ -289,28 +300,34 @@ describe('OpenTelemetry export over OTLP/HTTP, `serve` with the OTEL_* variables
       const r = await send(gw.port, '/notify/v1/send?q=1', { headers: { 'X-API-Key': gw.key } });
       assert.equal(r.status, 200);
       const traceId = TRACEPARENT.exec(String(upstream.received[0]!.headers.traceparent))![1]!;
-      await eventually(async () => collector.posts.some((p) => p.body.includes(traceId)), 10_000, 50);
-      const post = collector.posts.find((p) => p.body.includes(traceId))!;
-      assert.equal(post.path, '/v1/traces');
-      assert.match(String(post.headers['content-type']), /^application\/json/);
-      const doc = JSON.parse(post.body.toString()) as {
+      // A batch may hold part of a trace (the children end first): read every post.
+      type OtlpJson = {
         resourceSpans: {
           resource: { attributes: { key: string; value: { stringValue?: string } }[] };
-          scopeSpans: { spans: { name: string; traceId: string; attributes: { key: string }[] }[] }[];
+          scopeSpans: { spans: { name: string; traceId: string }[] }[];
         }[];
       };
-      const rs = doc.resourceSpans[0]!;
+      const docs = () => collector.posts.map((p) => JSON.parse(p.body.toString()) as OtlpJson);
+      const spansOf = () =>
+        docs()
+          .flatMap((d) => d.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((s) => s.spans)))
+          .filter((s) => s.traceId === traceId);
+      await eventually(async () => spansOf().length >= 4, 10_000, 50);
+      for (const post of collector.posts) {
+        assert.equal(post.path, '/v1/traces');
+        assert.match(String(post.headers['content-type']), /^application\/json/);
+        assert.ok(!post.body.includes(gw.key.slice(8)), 'the key was exported');
+      }
+      const rs = docs()[0]!.resourceSpans[0]!;
       const attr = (k: string) => rs.resource.attributes.find((a) => a.key === k)?.value.stringValue;
       assert.equal(attr('service.name'), 'gateway-under-test');
       assert.equal(attr('deployment.environment.name'), 'ci');
-      const spans = rs.scopeSpans.flatMap((s) => s.spans).filter((s) => s.traceId === traceId);
-      assert.deepEqual(spans.map((s) => s.name).sort(), [
-        'GET /notify/v1',
-        'key lookup',
-        'rate limit',
-        'upstream',
-      ]);
-      assert.ok(!post.body.includes(gw.key.slice(8)), 'the key was exported');
+      assert.deepEqual(
+        spansOf()
+          .map((s) => s.name)
+          .sort(),
+        ['GET /notify/v1', 'key lookup', 'rate limit', 'upstream'],
+      );
     } finally {
       assert.equal(await stop(gw.proc), 0, gw.output());
     }
