@@ -18,6 +18,7 @@ import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
+import { tracingSettings } from './observability/tracing.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
 import { parseKeyFile } from './store/file-store.js';
 
@@ -86,6 +87,8 @@ program
   )
   .action(async (o: { workers?: number }) => {
     const config = startableConfigOrExit(program.opts().config).config;
+    const tracing = tracingSettings(process.env);
+    if (!tracing.ok) fatal(`invalid configuration: ${tracing.problem}`, EXIT_USAGE);
     const workers = o.workers ?? (config.store.type === 'redis' ? availableParallelism() : 1);
     const sharedLimits =
       config.store.type === 'redis' || (config.store.type === 'file' && config.rateLimit.redisUrl);
@@ -199,6 +202,8 @@ program
   .option('--json', 'print the effective configuration as JSON (secrets hidden)')
   .action((o: { json?: boolean }) => {
     const r = startableConfigOrExit(program.opts().config);
+    const tracing = tracingSettings(process.env);
+    if (!tracing.ok) fatal(`invalid configuration: ${tracing.problem}`, EXIT_USAGE);
     // Printed from a redacted copy only: no branch below can reach a secret (INVARIANTS #12).
     const shown = redactConfig(r.config);
     process.stdout.write(o.json ? JSON.stringify(shown, null, 2) + '\n' : describeConfig(r.file, shown));

@@ -21,6 +21,7 @@ export {
 } from './ratelimit/tier-limiter.js';
 export { createLogger, type Logger } from './observability/logger.js';
 export { createMetrics, type GatewayMetrics } from './observability/metrics.js';
+export { createTracing, tracingSettings, TRACING_OFF, type Tracing } from './observability/tracing.js';
 
 export {
   AdminService,

@@ -8,6 +8,7 @@ import {
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { AdminService } from './admin/service.js';
@@ -28,6 +29,7 @@ import {
   type KeyFileMetrics,
 } from './observability/metrics.js';
 import { createReadinessCheck } from './observability/readiness.js';
+import { createTracing, type Tracing } from './observability/tracing.js';
 import { methodRuleOf } from './proxy/routes.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
@@ -50,6 +52,8 @@ export interface GatewayHandle {
   service: AdminService;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** Exports the spans buffered so far (a no-op when tracing is off). */
+  flushTraces(): Promise<void>;
   /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
   close(): Promise<void>;
 }
@@ -62,6 +66,8 @@ export interface StartOptions {
   store?: KeyStore;
   /** Collect Node process metrics (off in tests that start many gateways). */
   processMetrics?: boolean;
+  /** Export spans here (tracing on, whatever `OTEL_*` says); e.g. the SDK's InMemorySpanExporter. */
+  traceExporter?: SpanExporter;
 }
 
 /**
@@ -169,6 +175,8 @@ export async function startGateway(
   const problems = findStartupProblems(config, { isLoopback: isLoopbackName, checkKeyFile: !opts.store });
   if (problems.length) throw new Error(`the configuration cannot start:\n  - ${problems.join('\n  - ')}`);
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
+  // Off (and nothing of OpenTelemetry loaded) unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set.
+  const tracing = await createTracing({ env: process.env, logger, exporter: opts.traceExporter });
   const built = opts.store
     ? { store: opts.store, redis: undefined }
     : await createStore(config, logger, metrics);
@@ -202,6 +210,7 @@ export async function startGateway(
     ready: createReadinessCheck({ store, limiterRedis: limiterRedis.client }),
     onKeyExpired: createExpiryAuditor({ auditor: service }),
     onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
+    tracing,
   });
 
   const server = createGatewayServer(config, app);
@@ -222,8 +231,10 @@ export async function startGateway(
     limiterRedis,
     metrics,
     logger,
+    tracing,
   });
-  return { port, adminPort, config, store, service, metrics, logger, close };
+  const flushTraces = () => tracing.forceFlush();
+  return { port, adminPort, config, store, service, metrics, logger, flushTraces, close };
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -338,11 +349,12 @@ interface Closeable {
   limiterRedis: LimiterRedis;
   metrics: GatewayMetrics;
   logger: Logger;
+  tracing: Tracing;
 }
 
 /** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
 function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => Promise<void> {
-  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger } = parts;
+  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger, tracing } = parts;
   let closing: Promise<void> | null = null;
   return function close() {
     closing ??= (async () => {
@@ -356,6 +368,8 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
       await store.close();
       limiterRedis.own?.disconnect();
       metrics.registry.clear();
+      // The last spans (the drained requests') are exported before the process goes.
+      await tracing.shutdown().catch(() => undefined);
       logger.info('gateway stopped');
       logger.flush?.();
     })();

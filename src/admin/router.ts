@@ -6,6 +6,7 @@ import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { isStoreOutage } from '../store/types.js';
 import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
+import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
 
 export interface AdminAppDeps {
@@ -143,6 +144,7 @@ function createAdminRoutes(service: AdminService): express.Router {
       }),
     );
   });
+  r.get('/openapi.json', (_req, res) => void res.json(adminOpenApiDocument()));
   return r;
 }
 

@@ -1,5 +1,5 @@
-import { z } from 'zod';
-import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
+import type { z } from 'zod';
+import { KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { createKeyRecord } from '../auth/key-record.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import {
@@ -13,7 +13,15 @@ import {
   type KeyRecord,
   type KeyStore,
 } from '../store/types.js';
-import { INSTANT_MESSAGE, isoSeconds, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
+import { isoSeconds } from '../time.js';
+import {
+  companyCreateSchema,
+  companyPatchSchema,
+  keyCreateSchema,
+  keyRotateSchema,
+  type createdKeySchema,
+  type keyViewSchema,
+} from './schemas.js';
 
 /** A failed admin operation: a registry code (src/errors.ts), its HTTP status and the spec's error body. */
 export interface AdminFailure {
@@ -26,94 +34,11 @@ export interface AdminFailure {
 /** An admin operation's outcome: the value, or an {@link AdminFailure}. */
 export type AdminResult<T> = { ok: true; value: T } | AdminFailure;
 
-/** What lists show of a key: never the key, never its hash. */
-export interface KeyView {
-  id: string;
-  companyId: string;
-  prefix: string;
-  label: string | null;
-  environment: string | null;
-  status: 'active' | 'revoked' | 'expired' | 'revoking';
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  exposedAt: string | null;
-  rotatedTo: string | null;
-  /** Older than the rotation age (default 90 days). */
-  rotationDue: boolean;
-}
+/** What lists show of a key: never the key, never its hash (schema: `keyViewSchema`). */
+export type KeyView = z.infer<typeof keyViewSchema>;
 
-/** The create/rotate answer: the only place the plaintext key ever appears. */
-export interface CreatedKey {
-  id: string;
-  key: string;
-  prefix: string;
-  companyId: string;
-  label: string | null;
-  environment: string;
-  createdAt: string;
-  expiresAt: string | null;
-}
-
-const timestamp = z
-  .string()
-  .regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ')
-  // The shape is not enough: month 13, February 30, hour 24 or second 60 name no instant.
-  .refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE);
-// An API key pasted into the wrong field must not be stored, listed, audited or echoed.
-const NOT_A_KEY = 'must not contain an API key';
-const isKeyFree = (v: string) => !KEY_LIKE_PATTERN.test(v);
-const idSchema = z
-  .string()
-  .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
-  .refine(isKeyFree, NOT_A_KEY);
-/** Free text (names, labels): trimmed, 1-200 characters, never holding a key. */
-const textSchema = z.string().trim().min(1).max(200).refine(isKeyFree, NOT_A_KEY);
-
-export const companyCreateSchema = z
-  .object({
-    id: idSchema,
-    name: textSchema.optional(),
-    tier: z.string().min(1).max(32).default('free'),
-    status: z.enum(['active', 'pending', 'suspended']).default('active'),
-    apiAccess: z.boolean().default(true),
-  })
-  .strict();
-
-export const companyPatchSchema = z
-  .object({
-    name: textSchema.optional(),
-    tier: z.string().min(1).max(32).optional(),
-    status: z.enum(['active', 'pending', 'suspended']).optional(),
-    apiAccess: z.boolean().optional(),
-  })
-  .strict()
-  .refine((p) => Object.keys(p).length > 0, 'at least one of name, tier, status, apiAccess is required');
-
-export const keyCreateSchema = z
-  .object({
-    label: textSchema.optional(),
-    environment: z
-      .string()
-      .regex(ENVIRONMENT_PATTERN, 'must be 2-16 lowercase letters or digits, e.g. live or test')
-      .default('live'),
-    expiresAt: timestamp.optional(),
-  })
-  .strict();
-
-export const keyRotateSchema = z
-  .object({
-    /** Seconds the old key keeps working; absent = until revoked by hand. */
-    gracePeriodSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(90 * 86_400)
-      .optional(),
-    label: textSchema.optional(),
-  })
-  .strict();
+/** The create/rotate answer: the only place the plaintext key ever appears (`createdKeySchema`). */
+export type CreatedKey = z.infer<typeof createdKeySchema>;
 
 /** The store, the configured tiers and key policy (cap, rotation age), and an audit hook. */
 export interface AdminServiceOptions {

@@ -6,6 +6,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import type { KeyRecord } from '../store/types.js';
 import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
+import type { Tracing } from '../observability/tracing.js';
 import { createRouteMatcher } from '../proxy/routes.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
 import { createKeyInUrlNotes } from './key-in-url.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   onKeyInUrl?: (candidates: string[], req: IncomingMessage) => void;
   /** An expired key was presented (audit: the first time this instance sees it). */
   onKeyExpired?: (key: KeyRecord) => void;
+  /** OpenTelemetry spans (`createTracing`); off when absent. */
+  tracing?: Tracing;
 }
 
 /**
@@ -59,6 +62,7 @@ export interface AppDeps {
  */
 export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const { config, logger, metrics, authFailures } = deps;
+  const tracing = deps.tracing ? { tracing: deps.tracing } : {};
   const upstreamDurationBy = childCache(metrics.upstreamDuration);
   const { proxies, closeAgents } = createRouteProxies({
     routes: config.routes,
@@ -95,6 +99,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         accessLog: config.log.accessLog,
         logger,
         metrics,
+        ...tracing,
       }),
       createSecurityHeaders(),
       createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),
@@ -111,16 +116,22 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         authFailures,
         failureCounter: metrics.authFailures,
         onKeyExpired: deps.onKeyExpired,
+        ...tracing,
       }),
-      createRateLimit({ limiter: deps.limiter, metrics, companyLabel: config.metrics.companyLabel }),
+      createRateLimit({
+        limiter: deps.limiter,
+        metrics,
+        companyLabel: config.metrics.companyLabel,
+        ...tracing,
+      }),
       createBodyLimit({ bodyLimitBytes: config.server.bodyLimitBytes }),
-      // A client-sent signature header is as untrusted as a client-sent company id.
       createForward({
         headers: config.headers,
         // A client-sent signature header is as untrusted as a client-sent company id.
         untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
         proxies,
         noteKeyInUrl,
+        ...tracing,
       }),
     ]),
   );

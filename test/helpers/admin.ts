@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { adminOpenApiDocument } from '../../src/admin/openapi.js';
+import { errorBodySchema, findAdminOperation } from '../../src/admin/schemas.js';
 import type { AdminService, CreatedKey } from '../../src/admin/service.js';
 import { ADMIN_TOKEN } from './gateway.js';
 
@@ -64,12 +66,47 @@ export function adminApi(port: number, token: string | null = ADMIN_TOKEN): Admi
     } catch {
       parsed = null;
     }
-    return {
+    const reply = {
       status: res.status,
       headers: res.headers,
       text,
       body: parsed as AdminReply['body'],
       list: parsed as AdminReply['list'],
     };
+    assertDocumentedAnswer(method, path, reply);
+    return reply;
   };
+}
+
+/** How many admin answers `assertDocumentedAnswer` checked in this process. */
+export const documentChecks = { count: 0 };
+
+/**
+ * Every admin answer a test sees must be one the OpenAPI document describes: the status is listed
+ * for the operation, the content type is the documented one, and the body parses with the zod
+ * schema the document was generated from (strict: an undocumented field, such as a hash, fails).
+ * An answer of no operation (an unknown path or method) must be an error body.
+ */
+export function assertDocumentedAnswer(
+  method: string,
+  path: string,
+  reply: Pick<AdminReply, 'status' | 'headers' | 'text' | 'body'>,
+): void {
+  documentChecks.count++;
+  const where = `${method} ${path} → ${reply.status}`;
+  const op = findAdminOperation(method, path.split('?')[0]!);
+  if (!op) {
+    assert.ok(reply.status >= 400, `${where}: a success from no documented operation`);
+    assert.ok(errorBodySchema.safeParse(reply.body).success, `${where}: not an {error, details} body`);
+    return;
+  }
+  const docPath = op.path.replace(/:([A-Za-z]+)/g, '{$1}');
+  const documented = adminOpenApiDocument().paths?.[docPath]?.[op.method]?.responses?.[String(reply.status)];
+  assert.ok(documented, `${where}: the OpenAPI document lists no such answer for ${op.operationId}`);
+  const mediaType = Object.keys((documented as { content?: object }).content ?? {})[0] ?? '';
+  assert.equal(reply.headers.get('content-type')?.split(';')[0], mediaType.split(';')[0], where);
+  const ok = reply.status === op.ok.status;
+  const schema = ok ? op.ok.schema : errorBodySchema;
+  const r = schema.safeParse(ok && op.ok.text ? reply.text : reply.body);
+  assert.ok(r.success, `${where}: the body does not match the document: ${r.error?.message}`);
 }

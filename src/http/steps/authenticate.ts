@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Counter } from 'prom-client';
 import type { KeyVerifier } from '../../auth/verify.js';
 import { childCache } from '../../observability/metrics.js';
+import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import type { AuthFailureLimiter } from '../../ratelimit/tier-limiter.js';
 import type { KeyRecord } from '../../store/types.js';
 import { deny } from '../deny.js';
@@ -16,6 +17,8 @@ export interface AuthenticateOptions {
   failureCounter: Pick<Counter<'reason'>, 'labels'>;
   /** An expired key was presented (audit). */
   onKeyExpired?: (key: KeyRecord) => void;
+  /** A child span around the key lookup (OpenTelemetry); off by default. */
+  tracing?: Tracing;
 }
 
 /**
@@ -39,6 +42,7 @@ export function createAuthenticate(opts: AuthenticateOptions): RequestHandler {
     assertFunction(opts.authFailures?.tryRecordFailure, 'authFailures.tryRecordFailure');
   }
   const { verifier, authFailures, onKeyExpired } = opts;
+  const tracing = opts.tracing ?? TRACING_OFF;
   const failuresBy = childCache(opts.failureCounter);
   const refuse = (req: Request, res: Response, wait: number): void => {
     res.setHeader('Retry-After', String(wait));
@@ -49,7 +53,9 @@ export function createAuthenticate(opts: AuthenticateOptions): RequestHandler {
     const st = req.gw;
     const before = authFailures ? authFailures.blockedFor(st.clientIp) : 0;
     if (before > 0) return refuse(req, res, before);
+    const span = tracing.on ? tracing.startChild(st, 'key lookup') : null;
     const result = await verifier.verify(req.headers['x-api-key']);
+    if (span) tracing.endChild(span, result.ok ? 'ok' : result.code);
     // From here to the answer is one synchronous step: the count decides the status, and no
     // other request of the address can slip in between (the check above was before an await).
     if (!result.ok && (result.code === 'MISSING_KEY' || result.code === 'INVALID_KEY')) {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
+import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { createHeaderScrubber, matcherFor, type TrustedHeaderNames } from '../../proxy/trusted-headers.js';
 import { deny } from '../deny.js';
 import { firstValue, isHttps } from '../forwarded.js';
@@ -21,6 +22,8 @@ export interface ForwardOptions {
   proxies: ReadonlyMap<string, RouteProxyHandler>;
   /** Records a key found in the URL (`createKeyInUrlNotes`): counted, flagged exposed. */
   noteKeyInUrl?: (req: IncomingMessage, candidates: string[]) => void;
+  /** The upstream call's span and its `traceparent` (OpenTelemetry); off by default. */
+  tracing?: Tracing;
 }
 
 /**
@@ -42,6 +45,7 @@ export function createForward(opts: ForwardOptions): RequestHandler {
   if (!(opts.proxies instanceof Map)) throw new TypeError('proxies must be a Map');
   const proxies = opts.proxies;
   const scrubHeaders = createHeaderScrubber(h, opts.untrustedHeaders);
+  const tracing = opts.tracing ?? TRACING_OFF;
   return function forward(req, res, next) {
     const st = req.gw;
     const proxy = proxies.get(st.route)!;
@@ -73,6 +77,7 @@ export function createForward(opts: ForwardOptions): RequestHandler {
     headers['x-forwarded-proto'] = proto;
     if (host) headers['x-forwarded-host'] = host;
     else delete headers['x-forwarded-host'];
+    if (tracing.on) tracing.startUpstream(st, headers);
     // The client waited for our go: only now, authenticated and within limits, may it send the body.
     if (expectContinue) res.writeContinue();
     void proxy(req, res, next);

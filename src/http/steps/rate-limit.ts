@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { GatewayMetrics } from '../../observability/metrics.js';
+import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import type { TierRateLimiter } from '../../ratelimit/tier-limiter.js';
 import { deny } from '../deny.js';
 import { assertBoolean, assertFunction } from '../option-checks.js';
@@ -10,6 +11,8 @@ export interface RateLimitOptions {
   metrics: Pick<GatewayMetrics, 'limiterFallback' | 'rateLimited'>;
   /** Label `gateway_rate_limited_total` with the company id (else `''`). */
   companyLabel: boolean;
+  /** A child span around the limiter (OpenTelemetry); off by default. */
+  tracing?: Tracing;
 }
 
 /**
@@ -25,9 +28,12 @@ export function createRateLimit(opts: RateLimitOptions): RequestHandler {
   assertFunction(opts.limiter?.consume, 'limiter.consume');
   assertBoolean(opts.companyLabel, 'companyLabel');
   const { limiter, metrics, companyLabel } = opts;
+  const tracing = opts.tracing ?? TRACING_OFF;
   return async function rateLimit(req, res, next) {
     const company = req.gw.company!;
+    const span = tracing.on ? tracing.startChild(req.gw, 'rate limit') : null;
     const d = await limiter.consume(company.id, company.tier);
+    if (span) tracing.endChild(span, d.allowed ? `allowed (${d.source})` : `limited (${d.source})`);
     if (d.source !== 'primary') metrics.limiterFallback.inc({ policy: d.source });
     res.setHeader('RateLimit-Limit', String(d.limit));
     res.setHeader('RateLimit-Remaining', String(d.remaining));

@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import proxyAddr from 'proxy-addr';
 import { childCache, type GatewayMetrics } from '../../observability/metrics.js';
 import type { Logger } from '../../observability/logger.js';
+import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { mayHoldKey } from '../../proxy/key-material.js';
 import type { RequestState } from '../../request-state.js';
 import { assertBoolean, assertHeaderName } from '../option-checks.js';
@@ -22,6 +23,8 @@ export interface RequestContextOptions {
   accessLog: boolean;
   logger: Logger;
   metrics: Pick<GatewayMetrics, 'requests' | 'duration' | 'inflight'>;
+  /** The request's server span (OpenTelemetry); off by default. */
+  tracing?: Tracing;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -48,6 +51,7 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
   const requestsBy = childCache(metrics.requests);
   const durationBy = childCache(metrics.duration);
   const logRequest = createAccessLog(opts.logger);
+  const tracing = opts.tracing ?? TRACING_OFF;
 
   return function requestContext(req, res, next) {
     const clientId = acceptClientRequestId ? req.headers[requestIdHeader] : undefined;
@@ -68,6 +72,7 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       route: '-',
     };
     req.gw = state;
+    if (tracing.on) tracing.startRequest(state, req);
     res.setHeader(requestIdHeader, id);
     metrics.inflight.inc();
     res.once('close', () => {
@@ -76,6 +81,7 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       const status = res.writableFinished ? res.statusCode : 0;
       requestsBy(state.route, String(status)).inc();
       durationBy(state.route).observe(seconds);
+      if (tracing.on) tracing.endRequest(state, status);
       if (!opts.accessLog) return;
       logRequest(req, res, state, status, seconds);
     });

@@ -1,0 +1,332 @@
+import { z } from 'zod';
+import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
+import type { ErrorCode } from '../errors.js';
+import { ID_PATTERN } from '../store/types.js';
+import { INSTANT_MESSAGE, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
+
+// The admin API's one source of truth: the schemas that validate its requests (AdminService), the
+// shapes of its answers, and the table of its operations. The OpenAPI document (openapi.ts) is
+// generated from this module, and the test suite checks every admin answer against it.
+
+// ---- requests
+
+const timestamp = z
+  .string()
+  .regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ')
+  // The shape is not enough: month 13, February 30, hour 24 or second 60 name no instant.
+  .refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE);
+// An API key pasted into the wrong field must not be stored, listed, audited or echoed.
+const NOT_A_KEY = 'must not contain an API key';
+const isKeyFree = (v: string) => !KEY_LIKE_PATTERN.test(v);
+const idSchema = z
+  .string()
+  .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
+  .refine(isKeyFree, NOT_A_KEY);
+/** Free text (names, labels): trimmed, 1-200 characters, never holding a key. */
+const textSchema = z.string().trim().min(1).max(200).refine(isKeyFree, NOT_A_KEY);
+const companyStatus = z.enum(['active', 'pending', 'suspended']);
+
+/** `POST /admin/v1/companies`. */
+export const companyCreateSchema = z
+  .object({
+    id: idSchema,
+    name: textSchema.optional(),
+    tier: z.string().min(1).max(32).default('free'),
+    status: companyStatus.default('active'),
+    apiAccess: z.boolean().default(true),
+  })
+  .strict();
+
+/** `PATCH /admin/v1/companies/:id`: at least one field. */
+export const companyPatchSchema = z
+  .object({
+    name: textSchema.optional(),
+    tier: z.string().min(1).max(32).optional(),
+    status: companyStatus.optional(),
+    apiAccess: z.boolean().optional(),
+  })
+  .strict()
+  .refine((p) => Object.keys(p).length > 0, 'at least one of name, tier, status, apiAccess is required');
+
+/** `POST /admin/v1/companies/:id/keys` (the body may be absent). */
+export const keyCreateSchema = z
+  .object({
+    label: textSchema.optional(),
+    environment: z
+      .string()
+      .regex(ENVIRONMENT_PATTERN, 'must be 2-16 lowercase letters or digits, e.g. live or test')
+      .default('live'),
+    expiresAt: timestamp.optional(),
+  })
+  .strict();
+
+/** `POST /admin/v1/keys/:keyId/rotate` (the body may be absent). */
+export const keyRotateSchema = z
+  .object({
+    /** Seconds the old key keeps working; absent = until revoked by hand. */
+    gracePeriodSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(90 * 86_400)
+      .optional(),
+    label: textSchema.optional(),
+  })
+  .strict();
+
+/** `GET /admin/v1/audit` query: `limit` is clamped to 1-1000 (default 100). */
+export const auditQuerySchema = z.object({
+  limit: z.coerce.number().int().optional(),
+  companyId: z.string().optional(),
+});
+
+// ---- answers (strict: a field the document does not name, such as a key hash, fails the check)
+
+const instant = z.string().regex(TIMESTAMP_PATTERN);
+/**
+ * A key's revocation or expiry as stored. Written as a UTC timestamp, but a stored value that does
+ * not parse (a hand-edited record) is shown as it is, and the key counts as revoked or expired.
+ */
+const storedInstant = z.string();
+
+/** A company as the admin API answers it. */
+export const companySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    tier: z.string(),
+    status: companyStatus,
+    apiAccess: z.boolean(),
+    createdAt: instant,
+    updatedAt: instant,
+  })
+  .strict();
+
+/** What lists show of a key: never the key, never its hash. */
+export const keyViewSchema = z
+  .object({
+    id: z.string(),
+    companyId: z.string(),
+    prefix: z.string(),
+    label: z.string().nullable(),
+    environment: z.string().nullable(),
+    status: z.enum(['active', 'revoked', 'expired', 'revoking']),
+    createdAt: instant,
+    lastUsedAt: instant.nullable(),
+    expiresAt: storedInstant.nullable(),
+    revokedAt: storedInstant.nullable(),
+    exposedAt: instant.nullable(),
+    rotatedTo: z.string().nullable(),
+    /** Older than the rotation age (default 90 days). */
+    rotationDue: z.boolean(),
+  })
+  .strict();
+
+/** The create answer: the only place the plaintext key ever appears. */
+export const createdKeySchema = z
+  .object({
+    id: z.string(),
+    key: z.string(),
+    prefix: z.string(),
+    companyId: z.string(),
+    label: z.string().nullable(),
+    environment: z.string(),
+    createdAt: instant,
+    expiresAt: instant.nullable(),
+  })
+  .strict();
+
+/** The rotate answer: the new key, the key it replaces and when that one stops working. */
+export const rotatedKeySchema = createdKeySchema
+  .extend({ replaces: z.string(), oldKeyRevokesAt: instant.nullable() })
+  .strict();
+
+/** One audit trail event. Never holds a key or a hash. */
+export const auditEntrySchema = z
+  .object({
+    id: z.string().optional(),
+    at: instant,
+    event: z.string(),
+    companyId: z.string().optional(),
+    keyId: z.string().optional(),
+    keyPrefix: z.string().optional(),
+    actor: z.string().optional(),
+    details: z.record(z.unknown()).optional(),
+  })
+  .strict();
+
+/** Every error answer: the spec's `{error, details}` (src/errors.ts). */
+export const errorBodySchema = z.object({ error: z.string(), details: z.string() }).strict();
+
+// ---- operations
+
+/**
+ * What an operation needs once admin roles exist (`x-required-role` in the document): `read` for
+ * reads (lists, single records, audit, usage, metrics, this document), `keys` for key create,
+ * rotate and revoke, `admin` for everything else.
+ */
+export type AdminRole = 'read' | 'keys' | 'admin';
+
+/** One admin API operation: what the router serves and the document describes. */
+export interface AdminOperation {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** Express path from the admin app's root (`:name` parameters). */
+  path: string;
+  operationId: string;
+  summary: string;
+  role: AdminRole;
+  /** The JSON body's schema; the body may be absent when `bodyOptional`. */
+  body?: z.ZodTypeAny;
+  bodyOptional?: boolean;
+  query?: z.AnyZodObject;
+  /** The success status and its JSON schema (`text` for a plain-text answer). */
+  ok: { status: number; schema: z.ZodTypeAny; text?: string };
+  /** Registry codes this operation answers besides those of every admin request. */
+  errors: readonly ErrorCode[];
+}
+
+/** Answers any admin request can get: no token, a browser, a body that is not JSON, outages. */
+export const COMMON_ADMIN_ERRORS: readonly ErrorCode[] = [
+  'ADMIN_UNAUTHORIZED',
+  'ADMIN_BROWSER_REQUEST',
+  'ADMIN_LOOPBACK_ONLY',
+  'ADMIN_UNSUPPORTED_MEDIA_TYPE',
+  'ADMIN_INVALID_JSON',
+  'ADMIN_PAYLOAD_TOO_LARGE',
+  'BAD_REQUEST',
+  'STORE_UNAVAILABLE',
+  'INTERNAL',
+];
+
+const WRITE_ERRORS: readonly ErrorCode[] = ['ADMIN_INVALID_REQUEST', 'ADMIN_READ_ONLY_STORE'];
+const V1 = '/admin/v1';
+
+/** Every admin API route, in the router's order. */
+export const ADMIN_OPERATIONS: readonly AdminOperation[] = [
+  {
+    method: 'get',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics (this process, or every worker under --workers)',
+    role: 'read',
+    ok: { status: 200, schema: z.string(), text: 'text/plain; version=0.0.4' },
+    errors: [],
+  },
+  {
+    method: 'post',
+    path: `${V1}/companies`,
+    operationId: 'createCompany',
+    summary: 'Create a company',
+    role: 'admin',
+    body: companyCreateSchema,
+    ok: { status: 201, schema: companySchema },
+    errors: [...WRITE_ERRORS, 'ADMIN_DUPLICATE_COMPANY'],
+  },
+  {
+    method: 'get',
+    path: `${V1}/companies`,
+    operationId: 'listCompanies',
+    summary: 'List companies',
+    role: 'read',
+    ok: { status: 200, schema: z.array(companySchema) },
+    errors: [],
+  },
+  {
+    method: 'get',
+    path: `${V1}/companies/:id`,
+    operationId: 'getCompany',
+    summary: 'Read a company',
+    role: 'read',
+    ok: { status: 200, schema: companySchema },
+    errors: ['ADMIN_UNKNOWN_ID'],
+  },
+  {
+    method: 'patch',
+    path: `${V1}/companies/:id`,
+    operationId: 'updateCompany',
+    summary: 'Change a company (takes effect on every instance within 1 s)',
+    role: 'admin',
+    body: companyPatchSchema,
+    ok: { status: 200, schema: companySchema },
+    errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID'],
+  },
+  {
+    method: 'post',
+    path: `${V1}/companies/:id/keys`,
+    operationId: 'createKey',
+    summary: 'Create a key; the answer is the only place the key appears',
+    role: 'keys',
+    body: keyCreateSchema,
+    bodyOptional: true,
+    ok: { status: 201, schema: createdKeySchema },
+    errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_CAP_REACHED'],
+  },
+  {
+    method: 'get',
+    path: `${V1}/companies/:id/keys`,
+    operationId: 'listKeys',
+    summary: "List a company's keys (never the key or its hash)",
+    role: 'read',
+    ok: { status: 200, schema: z.array(keyViewSchema) },
+    errors: ['ADMIN_UNKNOWN_ID'],
+  },
+  {
+    method: 'get',
+    path: `${V1}/keys/:keyId`,
+    operationId: 'getKey',
+    summary: 'Read a key (never the key or its hash)',
+    role: 'read',
+    ok: { status: 200, schema: keyViewSchema },
+    errors: ['ADMIN_UNKNOWN_ID'],
+  },
+  {
+    method: 'delete',
+    path: `${V1}/keys/:keyId`,
+    operationId: 'revokeKey',
+    summary: 'Revoke a key (final; refused on every instance within 1 s)',
+    role: 'keys',
+    ok: { status: 200, schema: keyViewSchema },
+    errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_READ_ONLY_STORE'],
+  },
+  {
+    method: 'post',
+    path: `${V1}/keys/:keyId/rotate`,
+    operationId: 'rotateKey',
+    summary: 'A new key for the same company; the old one works until revoked or the grace period ends',
+    role: 'keys',
+    body: keyRotateSchema,
+    bodyOptional: true,
+    ok: { status: 201, schema: rotatedKeySchema },
+    errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_INACTIVE', 'ADMIN_KEY_CAP_REACHED'],
+  },
+  {
+    method: 'get',
+    path: `${V1}/audit`,
+    operationId: 'readAudit',
+    summary: 'The audit trail, newest first (Redis store)',
+    role: 'read',
+    query: auditQuerySchema,
+    ok: { status: 200, schema: z.array(auditEntrySchema) },
+    errors: ['ADMIN_INVALID_REQUEST'],
+  },
+  {
+    method: 'get',
+    path: `${V1}/openapi.json`,
+    operationId: 'getOpenApiDocument',
+    summary: 'This document',
+    role: 'read',
+    ok: { status: 200, schema: z.record(z.unknown()) },
+    errors: [],
+  },
+];
+
+/** The operation serving `method` on a concrete path (no query), or undefined. */
+export function findAdminOperation(method: string, path: string): AdminOperation | undefined {
+  const m = method.toLowerCase();
+  return ADMIN_OPERATIONS.find((op) => op.method === m && pathPattern(op.path).test(path));
+}
+
+function pathPattern(expressPath: string): RegExp {
+  const escaped = expressPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+');
+  return new RegExp(`^${escaped}$`);
+}
