@@ -15,7 +15,11 @@ import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
+import { createRedisClient } from './redis/connection.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
+import { USAGE_FIELDS } from './usage/counts.js';
+import { parseUsageRange, readUsage } from './usage/query.js';
+import { RedisUsageStore } from './usage/redis-usage-store.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -447,6 +451,46 @@ program
         ),
       !!o.json,
     ),
+  );
+
+// ---- usage: read from Redis (the store's, or rateLimit.redisUrl); in-memory counts live in the gateway
+program
+  .command('usage <companyId>')
+  .description(
+    'requests of a company per hour or day (allowed, rate-limited, scope-denied, upstream classes)',
+  )
+  .option('--from <time>', 'UTC YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DD (default: 24 hours / 7 days before --to)')
+  .option('--to <time>', 'UTC YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DD (default: now)')
+  .option('--granularity <hour|day>', 'bucket size', 'hour')
+  .option('--json')
+  .action(
+    async (companyId: string, o: { from?: string; to?: string; granularity: string; json?: boolean }) => {
+      const config = configOrExit(program.opts().config);
+      const range = parseUsageRange(o, Date.now());
+      if (!range.ok) fatal(range.details.replace(/^(\w+):/, '--$1:'), EXIT_USAGE);
+      const url = config.store.type === 'redis' ? config.store.redis.url : config.rateLimit.redisUrl;
+      if (!url)
+        fatal(
+          `with the ${config.store.type} store and no rateLimit.redisUrl, usage is counted in each gateway's memory: read it with GET /admin/v1/companies/${companyId}/usage`,
+          EXIT_USAGE,
+        );
+      const client = createRedisClient({ ...config.store.redis, url }, 'notify-gateway-cli');
+      client.on('error', () => undefined);
+      const reader = new RedisUsageStore(client, config.store.redis.keyPrefix, config.usage.retentionDays);
+      await withService(
+        async (s) => {
+          const company = await s.getCompany(companyId);
+          if (!company.ok) return company;
+          const value = await readUsage(reader, companyId, range.range, {
+            now: Date.now(),
+            retentionDays: config.usage.retentionDays,
+          });
+          return { ok: true, value };
+        },
+        (r) => table(r.buckets, ['start', ...USAGE_FIELDS]),
+        !!o.json,
+      ).finally(() => client.disconnect());
+    },
   );
 
 function onOff(v: string): boolean | string {

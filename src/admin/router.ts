@@ -6,6 +6,7 @@ import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { isStoreOutage } from '../store/types.js';
 import type { AdminResult, AdminService } from './service.js';
+import { queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
   service: AdminService;
@@ -14,6 +15,8 @@ export interface AdminAppDeps {
   /** Prometheus text for `/metrics` (this process, or all workers under `--workers`). */
   readMetrics: MetricsReader;
   logger: Logger;
+  /** Usage counts for `GET /companies/:id/usage`; null or absent: usage is off (404). */
+  usage?: UsageQueryDeps | null;
 }
 
 /**
@@ -46,7 +49,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     res.setHeader('Content-Type', m.contentType);
     res.end(m.text);
   });
-  app.use('/admin/v1', createAdminRoutes(deps.service));
+  app.use('/admin/v1', createAdminRoutes(deps.service, deps.usage ?? null));
 
   app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
   app.use(createAdminErrorHandler(deps.logger));
@@ -93,7 +96,7 @@ function createRefuseBrowsers(token: string | null): RequestHandler {
 }
 
 /** The `/admin/v1` routes: each calls the service and answers its result. */
-function createAdminRoutes(service: AdminService): express.Router {
+function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null): express.Router {
   const r = express.Router();
   r.post('/companies', async (req, res) => reply(res, await service.createCompany(req.body), 201));
   r.get('/companies', async (_req, res) => reply(res, await service.listCompanies()));
@@ -103,6 +106,9 @@ function createAdminRoutes(service: AdminService): express.Router {
   );
   r.post('/companies/:id/keys', async (req, res) =>
     reply(res, await service.createKey(req.params.id!, req.body ?? {}), 201, true),
+  );
+  r.get('/companies/:id/usage', async (req, res) =>
+    reply(res, await queryUsage(service, usage, req.params.id!, req.query)),
   );
   r.get('/companies/:id/keys', async (req, res) => reply(res, await service.listKeys(req.params.id!)));
   r.get('/keys/:keyId', async (req, res) => reply(res, await service.getKey(req.params.keyId!)));

@@ -280,6 +280,17 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** Requests per company and hour (src/usage/): kept in Redis when there is one, else in memory. */
+    usage: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** Days the hourly counts are kept (Redis EXPIREAT; memory: dropped). */
+        retentionDays: z.coerce.number().int().min(1).max(400).default(35),
+        /** How often the in-memory counts are written, in one pipeline. */
+        flushIntervalMs: z.coerce.number().int().min(100).max(60_000).default(1000),
+      })
+      .strict()
+      .default({}),
     metrics: z
       .object({
         /** Label rate-limit metrics with company ids (unbounded cardinality: off by default). */

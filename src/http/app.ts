@@ -4,6 +4,7 @@ import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { KeyRecord } from '../store/types.js';
+import type { RequestState } from '../request-state.js';
 import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { createRouteMatcher } from '../proxy/routes.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   onKeyInUrl?: (candidates: string[], req: IncomingMessage) => void;
   /** An expired key was presented (audit: the first time this instance sees it). */
   onKeyExpired?: (key: KeyRecord) => void;
+  /** Every finished request, with its final status (usage counting; 0 = aborted). */
+  onRequestFinished?: (state: RequestState, status: number) => void;
 }
 
 /**
@@ -95,6 +98,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         accessLog: config.log.accessLog,
         logger,
         metrics,
+        onFinished: deps.onRequestFinished,
       }),
       createSecurityHeaders(),
       createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),

@@ -22,6 +22,8 @@ export interface RequestContextOptions {
   accessLog: boolean;
   logger: Logger;
   metrics: Pick<GatewayMetrics, 'requests' | 'duration' | 'inflight'>;
+  /** Called once per finished (or aborted, status 0) request, after the metrics (usage counting). */
+  onFinished?: (state: RequestState, status: number) => void;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -76,6 +78,7 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       const status = res.writableFinished ? res.statusCode : 0;
       requestsBy(state.route, String(status)).inc();
       durationBy(state.route).observe(seconds);
+      opts.onFinished?.(state, status);
       if (!opts.accessLog) return;
       logRequest(req, res, state, status, seconds);
     });
