@@ -15,7 +15,7 @@ import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
 import { rawErrorResponse, safeMessage, type ErrorCode } from './errors.js';
 import type { GatewayConfig } from './config/schema.js';
-import { createApp } from './http/app.js';
+import { createApp, type AppDeps } from './http/app.js';
 import { securityHeaderSet } from './http/steps/security-headers.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -170,9 +170,10 @@ export async function startGateway(
   opts: StartOptions = {},
 ): Promise<GatewayHandle> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
-  if (config.admin.enabled && !config.admin.token && !isLoopbackName(config.admin.host)) {
+  const tokenless = !config.admin.token && !config.admin.tokens.length;
+  if (config.admin.enabled && tokenless && !isLoopbackName(config.admin.host)) {
     throw new Error(
-      `the admin API binds ${config.admin.host}, which is not loopback: set ADMIN_TOKEN (admin.token)`,
+      `the admin API binds ${config.admin.host}, which is not loopback: set ADMIN_TOKEN (admin.token) or ADMIN_TOKENS (admin.tokens)`,
     );
   }
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
@@ -210,13 +211,7 @@ export async function startGateway(
     ready: createReadinessCheck({ store, limiterRedis: limiterRedis.client }),
     onKeyExpired: createExpiryAuditor({ auditor: service }),
     onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
-    ...(usage
-      ? {
-          onRequestFinished: (st, status) => {
-            if (st.company) usage.recorder.record(st.company.id, st.error, status);
-          },
-        }
-      : {}),
+    onRequestFinished: usage?.onFinished,
   });
 
   const server = createGatewayServer(config, app);
@@ -252,7 +247,7 @@ function createUsage(
   redis: RedisClient | undefined,
   metrics: GatewayMetrics,
   logger: Logger,
-): { recorder: UsageRecorder; store: UsageStore } | null {
+): { recorder: UsageRecorder; store: UsageStore; onFinished: AppDeps['onRequestFinished'] } | null {
   if (!config.usage.enabled) return null;
   const { retentionDays, flushIntervalMs } = config.usage;
   const store: UsageStore = redis
@@ -268,7 +263,10 @@ function createUsage(
         logger.warn({ error: safeMessage(r.error), entries: r.entries }, 'usage flush failed; retrying');
     },
   });
-  return { recorder, store };
+  const onFinished: AppDeps['onRequestFinished'] = (st, status) => {
+    if (st.company) recorder.record(st.company.id, st.error, status);
+  };
+  return { recorder, store, onFinished };
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -355,6 +353,7 @@ async function startAdminServer(
   const adminApp = createAdminApp({
     service: deps.service,
     token: config.admin.token ?? null,
+    tokens: config.admin.tokens,
     readMetrics: createMetricsReader(deps.metrics.registry),
     logger: deps.logger,
     usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,

@@ -102,8 +102,37 @@ export const configSchema = z
         host: z.string().min(1).default('127.0.0.1'),
         port: z.coerce.number().int().min(0).max(65535).default(8081),
         token: z.string().min(16, 'must be at least 16 characters').optional(),
+        /** More admin tokens, by SHA-256: `{name, role: read|keys|admin, sha256}` (src/admin/roles.ts). */
+        tokens: z
+          .array(
+            z
+              .object({
+                name: z
+                  .string()
+                  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'),
+                role: z.enum(['read', 'keys', 'admin']),
+                sha256: z
+                  .string()
+                  .transform((h) => h.replace(/^sha256:/, '').toLowerCase())
+                  .pipe(z.string().regex(/^[0-9a-f]{64}$/, 'must be the 64-hex SHA-256 of the token')),
+              })
+              .strict(),
+          )
+          .default([]),
       })
       .strict()
+      .superRefine((a, ctx) => {
+        // Names are the audit trail's actors: two tokens must not pass for each other.
+        const names = [...(a.token ? ['admin'] : []), ...a.tokens.map((t) => t.name)];
+        names.forEach((n, i) => {
+          if (names.indexOf(n) !== i)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['tokens'],
+              message: `duplicate token name ${n} (admin.token is named admin)`,
+            });
+        });
+      })
       .default({}),
     routes: z
       .array(routeSchema)
