@@ -38,16 +38,25 @@ const UPSTREAM_ERRORS: ReadonlySet<string> = new Set(['UPSTREAM_UNREACHABLE', 'U
  * upstream failed: 502/504), also by its status class. 1xx/3xx answers, aborted requests and
  * answers the gateway made after admission (413, key in the URL) count only as `allowed`.
  */
-export function countsFor(error: string | undefined, status: number): UsageField[] {
-  if (error === 'RATE_LIMITED') return ['rateLimited'];
-  if (error === 'SCOPE_DENIED') return ['scopeDenied'];
-  if (error === 'RATE_LIMITER_UNAVAILABLE') return [];
-  if (error !== undefined && !UPSTREAM_ERRORS.has(error)) return ['allowed'];
-  if (status >= 200 && status < 300) return ['allowed', 'upstream2xx'];
-  if (status >= 400 && status < 500) return ['allowed', 'upstream4xx'];
-  if (status >= 500 && status < 600) return ['allowed', 'upstream5xx'];
-  return ['allowed'];
+export function countsFor(error: string | undefined, status: number): readonly UsageField[] {
+  if (error === 'RATE_LIMITED') return RATE_LIMITED;
+  if (error === 'SCOPE_DENIED') return SCOPE_DENIED;
+  if (error === 'RATE_LIMITER_UNAVAILABLE') return NONE;
+  if (error !== undefined && !UPSTREAM_ERRORS.has(error)) return ALLOWED;
+  if (status >= 200 && status < 300) return ALLOWED_2XX;
+  if (status >= 400 && status < 500) return ALLOWED_4XX;
+  if (status >= 500 && status < 600) return ALLOWED_5XX;
+  return ALLOWED;
 }
+
+// Shared answers of countsFor: no allocation per request.
+const RATE_LIMITED: readonly UsageField[] = ['rateLimited'];
+const SCOPE_DENIED: readonly UsageField[] = ['scopeDenied'];
+const NONE: readonly UsageField[] = [];
+const ALLOWED: readonly UsageField[] = ['allowed'];
+const ALLOWED_2XX: readonly UsageField[] = ['allowed', 'upstream2xx'];
+const ALLOWED_4XX: readonly UsageField[] = ['allowed', 'upstream4xx'];
+const ALLOWED_5XX: readonly UsageField[] = ['allowed', 'upstream5xx'];
 
 /** Start (ms) of the UTC hour holding `ms`. */
 export function hourStart(ms: number): number {

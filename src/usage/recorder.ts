@@ -18,7 +18,8 @@ export interface UsageRecorderOptions {
  * `close()` stops the timer and flushes what is left (call it on shutdown).
  */
 export class UsageRecorder {
-  private pending = new Map<string, UsageDelta>();
+  /** Counts not yet written, by company, then by hour start. */
+  private pending = new Map<string, Map<number, UsageDelta>>();
   private readonly timer: NodeJS.Timeout | null;
   private flushing: Promise<void> | null = null;
   private readonly now: () => number;
@@ -38,11 +39,15 @@ export class UsageRecorder {
   }
 
   private countsOf(companyId: string, hour: number): UsageCounts {
-    const k = `${companyId} ${hour}`;
-    let d = this.pending.get(k);
+    let hours = this.pending.get(companyId);
+    if (!hours) {
+      hours = new Map();
+      this.pending.set(companyId, hours);
+    }
+    let d = hours.get(hour);
     if (!d) {
       d = { companyId, hour, counts: emptyCounts() };
-      this.pending.set(k, d);
+      hours.set(hour, d);
     }
     return d.counts;
   }
@@ -58,7 +63,7 @@ export class UsageRecorder {
 
   private async flushOnce(): Promise<void> {
     if (this.pending.size === 0) return;
-    const batch = [...this.pending.values()];
+    const batch = [...this.pending.values()].flatMap((hours) => [...hours.values()]);
     this.pending = new Map();
     try {
       await this.opts.store.add(batch);
