@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { availableParallelism, userInfo } from 'node:os';
 import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +9,14 @@ import { ENVIRONMENT_PATTERN, hashApiKey } from './auth/api-key.js';
 import { createKeyRecord } from './auth/key-record.js';
 import { maskUrlCredentials, maskUrlsInText, redactConfig } from './redact.js';
 import { isoSeconds } from './time.js';
+import {
+  applyKeyFile,
+  exportState,
+  formatPlan,
+  planView,
+  readStoreState,
+  type ApplyFailure,
+} from './admin/apply.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { isLoopbackName } from './admin/router.js';
 import { loadConfig, type LoadResult } from './config/load.js';
@@ -19,8 +27,24 @@ import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
 import { tracingSettings } from './observability/tracing.js';
+import { createRedisClient } from './redis/connection.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
 import { parseKeyFile } from './store/file-store.js';
+import type { KeyStore } from './store/types.js';
+import { USAGE_FIELDS } from './usage/counts.js';
+import { parseUsageRange, readUsage } from './usage/query.js';
+import { RedisUsageStore } from './usage/redis-usage-store.js';
+
+/** Who the audit trail names for CLI changes: `cli:<os user>`. */
+const CLI_ACTOR = `cli:${osUser()}`;
+
+function osUser(): string {
+  try {
+    return userInfo().username || 'unknown';
+  } catch {
+    return process.env.USER ?? 'unknown';
+  }
+}
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -223,10 +247,12 @@ function describeConfig(file: string, c: Readonly<GatewayConfig>): string {
 
 // ---- management commands work on the configured store directly (Redis for shared deployments)
 async function withService<T>(
-  fn: (svc: AdminService) => Promise<AdminResult<T>>,
+  fn: (svc: AdminService, store: KeyStore) => Promise<AdminResult<T>>,
   print: (v: T) => string,
   json: boolean,
   fileStoreNote?: string,
+  toJson: (v: T) => unknown = (v) => v,
+  after?: (v: T) => void,
 ): Promise<void> {
   const config = configOrExit(program.opts().config);
   if (config.store.type === 'memory') {
@@ -253,7 +279,7 @@ async function withService<T>(
   });
   let result: AdminResult<T>;
   try {
-    result = await fn(svc);
+    result = await fn(svc, store);
   } finally {
     await store.close();
   }
@@ -264,9 +290,10 @@ async function withService<T>(
       result.status === 400 ? EXIT_USAGE : EXIT_FAIL,
     );
   }
-  process.stdout.write(json ? JSON.stringify(result.value, null, 2) + '\n' : print(result.value));
+  process.stdout.write(json ? JSON.stringify(toJson(result.value), null, 2) + '\n' : print(result.value));
   // On stderr: a note for the reader, never part of what a script parses.
   if (fileStoreNote && config.store.type === 'file') process.stderr.write(`note: ${fileStoreNote}\n`);
+  after?.(result.value);
 }
 
 // C0, DEL and C1 controls (ESC starts terminal escape sequences; CR and LF could forge rows).
@@ -338,7 +365,7 @@ companies
               apiAccess: o.apiAccess,
               ...(o.name ? { name: o.name } : {}),
             },
-            'cli',
+            CLI_ACTOR,
           ),
         (c) => table([c], companyCols),
         !!o.json,
@@ -384,7 +411,7 @@ companies
       if (o.status !== undefined) patch.status = o.status;
       if (o.apiAccess !== undefined) patch.apiAccess = o.apiAccess;
       return withService(
-        (s) => s.updateCompany(id, patch, 'cli'),
+        (s) => s.updateCompany(id, patch, CLI_ACTOR),
         (c) => table([c], companyCols),
         !!o.json,
       );
@@ -423,7 +450,7 @@ keys
               ...(o.label ? { label: o.label } : {}),
               ...(o.expiresAt ? { expiresAt: o.expiresAt } : {}),
             },
-            'cli',
+            CLI_ACTOR,
           ),
         (k) =>
           `key id:  ${k.id}\nprefix:  ${k.prefix}\ncompany: ${k.companyId}\n\n${k.key}\n\nStore this key now: it is not shown again.\n`,
@@ -446,7 +473,7 @@ keys
   .option('--json')
   .action((keyId: string, o: { json?: boolean }) =>
     withService(
-      (s) => s.revokeKey(keyId, 'cli'),
+      (s) => s.revokeKey(keyId, CLI_ACTOR),
       (k) => `revoked ${k.id} (${k.prefix}) at ${k.revokedAt}\n`,
       !!o.json,
     ),
@@ -458,7 +485,7 @@ keys
   .option('--json')
   .action((keyId: string, o: { grace?: number; json?: boolean }) =>
     withService(
-      (s) => s.rotateKey(keyId, o.grace !== undefined ? { gracePeriodSeconds: o.grace } : {}, 'cli'),
+      (s) => s.rotateKey(keyId, o.grace !== undefined ? { gracePeriodSeconds: o.grace } : {}, CLI_ACTOR),
       (k) =>
         `new key id: ${k.id} (replaces ${k.replaces})\nprefix:     ${k.prefix}\n\n${k.key}\n\nStore this key now: it is not shown again.\n` +
         (k.oldKeyRevokesAt
@@ -533,6 +560,114 @@ program
       FILE_NOTES.audit,
     ),
   );
+
+// ---- usage: read from Redis (the store's, or rateLimit.redisUrl); in-memory counts live in the gateway
+program
+  .command('usage <companyId>')
+  .description(
+    'requests of a company per hour or day (allowed, rate-limited, scope-denied, upstream classes)',
+  )
+  .option('--from <time>', 'UTC YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DD (default: 24 hours / 7 days before --to)')
+  .option('--to <time>', 'UTC YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DD (default: now)')
+  .option('--granularity <hour|day>', 'bucket size', 'hour')
+  .option('--json')
+  .action(
+    async (companyId: string, o: { from?: string; to?: string; granularity: string; json?: boolean }) => {
+      const config = configOrExit(program.opts().config);
+      const range = parseUsageRange(o, Date.now());
+      if (!range.ok) fatal(range.details.replace(/^(\w+):/, '--$1:'), EXIT_USAGE);
+      const url = config.store.type === 'redis' ? config.store.redis.url : config.rateLimit.redisUrl;
+      if (!url)
+        fatal(
+          `with the ${config.store.type} store and no rateLimit.redisUrl, usage is counted in each gateway's memory: read it with GET /admin/v1/companies/${companyId}/usage`,
+          EXIT_USAGE,
+        );
+      const client = createRedisClient({ ...config.store.redis, url }, 'notify-gateway-cli');
+      client.on('error', () => undefined);
+      const reader = new RedisUsageStore(client, config.store.redis.keyPrefix, config.usage.retentionDays);
+      await withService(
+        async (s) => {
+          const company = await s.getCompany(companyId);
+          if (!company.ok) return company;
+          const value = await readUsage(reader, companyId, range.range, {
+            now: Date.now(),
+            retentionDays: config.usage.retentionDays,
+          });
+          return { ok: true, value };
+        },
+        (r) => table(r.buckets, ['start', ...USAGE_FIELDS]),
+        !!o.json,
+      ).finally(() => client.disconnect());
+    },
+  );
+
+// ---- declarative sync of the Redis store with a key file
+program
+  .command('apply')
+  .description('make the Redis store match a key file (companies, keys by hash); prints the diff')
+  .requiredOption('-f, --file <file>', 'key file (the file store format)')
+  .option('--dry-run', 'print the diff, change nothing')
+  .option('--prune', 'also delete what the file does not hold: revoke keys, suspend companies')
+  .option('--json')
+  .action(async (o: { file: string; dryRun?: boolean; prune?: boolean; json?: boolean }) => {
+    const config = configOrExit(program.opts().config);
+    if (config.store.type !== 'redis')
+      fatal(
+        'apply needs the redis store (REDIS_URL); the file store reads its key file by itself',
+        EXIT_USAGE,
+      );
+    let text: string;
+    try {
+      text = readFileSync(o.file, 'utf8');
+    } catch (err) {
+      fatal(`cannot read ${o.file}: ${(err as Error).message}`, EXIT_USAGE);
+    }
+    const dryRun = !!o.dryRun;
+    await withService(
+      async (svc, store) => {
+        const r = await applyKeyFile(text, {
+          store,
+          tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+          maxActiveKeys: config.keys.maxActiveKeys,
+          actor: CLI_ACTOR,
+          audit: (e) => svc.audit(e),
+          prune: !!o.prune,
+          dryRun,
+        });
+        if (!r.ok) fatal(`${o.file} is invalid:\n  - ${r.problems.join('\n  - ')}`, EXIT_USAGE);
+        return { ok: true, value: r };
+      },
+      (r) => formatPlan(r.plan, dryRun),
+      !!o.json,
+      undefined,
+      (r) => ({ ...planView(r.plan), dryRun, failures: r.failures.map(failureText) }),
+      (r) => {
+        if (r.failures.length)
+          fatal(`${r.failures.length} change(s) failed:\n  - ${r.failures.map(failureText).join('\n  - ')}`);
+      },
+    );
+  });
+
+program
+  .command('export')
+  .description('write the store as a key file (hashes only, no secrets)')
+  .option('-o, --output <file>', 'write here (atomically) instead of stdout')
+  .action(async (o: { output?: string }) => {
+    await withService(
+      async (_svc, store) => ({ ok: true, value: exportState(await readStoreState(store)) }),
+      (yaml) => {
+        if (!o.output) return yaml;
+        writeFileSync(`${o.output}.tmp`, yaml, { mode: 0o600 });
+        renameSync(`${o.output}.tmp`, o.output);
+        return `wrote ${o.output}\n`;
+      },
+      false,
+    );
+  });
+
+function failureText(f: ApplyFailure): string {
+  return `${f.change.op} ${f.change.kind} ${f.change.id}: ${f.reason}`;
+}
 
 function parseOnOff(v: string): boolean {
   if (v === 'on' || v === 'true') return true;

@@ -91,6 +91,11 @@ export const ERRORS = {
     error: 'Forbidden',
     details: 'Without ADMIN_TOKEN the admin API answers loopback host names only',
   },
+  ADMIN_FORBIDDEN: {
+    status: 403,
+    error: 'Forbidden',
+    details: "This admin token's role may not use this route",
+  },
   ADMIN_NOT_FOUND: { status: 404, error: 'Not Found', details: 'No admin route matches this path' },
   ADMIN_UNKNOWN_ID: { status: 404, error: 'Not Found', details: 'Company or key not found' },
   ADMIN_DUPLICATE_COMPANY: { status: 409, error: 'Conflict', details: 'The company exists already' },

@@ -17,7 +17,7 @@ import { KeyVerifier } from './auth/verify.js';
 import { rawErrorResponse, safeMessage, type ErrorCode } from './errors.js';
 import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
-import { createApp } from './http/app.js';
+import { createApp, type AppDeps } from './http/app.js';
 import { securityHeaderSet } from './http/steps/security-headers.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -25,6 +25,7 @@ import {
   childCache,
   createKeyFileMetrics,
   createMetrics,
+  createUsageMetrics,
   type GatewayMetrics,
   type KeyFileMetrics,
 } from './observability/metrics.js';
@@ -37,6 +38,9 @@ import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
 import { RedisKeyStore } from './store/redis-store.js';
 import type { KeyStore } from './store/types.js';
+import { UsageRecorder } from './usage/recorder.js';
+import { RedisUsageStore } from './usage/redis-usage-store.js';
+import { MemoryUsageStore, type UsageStore } from './usage/usage-store.js';
 
 /**
  * A running gateway, as `startGateway` returns it: its ports, its parts (for the CLI, tests and
@@ -54,6 +58,8 @@ export interface GatewayHandle {
   logger: Logger;
   /** Exports the spans buffered so far (a no-op when tracing is off). */
   flushTraces(): Promise<void>;
+  /** Usage counting (null when `usage.enabled` is false); `flush()` writes the counts now. */
+  usage: { recorder: UsageRecorder; store: UsageStore } | null;
   /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
   close(): Promise<void>;
 }
@@ -184,6 +190,7 @@ export async function startGateway(
   const limiterRedis = await createLimiterRedis(config, logger, built.redis);
   const limiter = createLimiter(config, limiterRedis.client, metrics);
   const verifier = createVerifier(config, store, metrics);
+  const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = new AdminService({
     store,
     tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
@@ -211,11 +218,12 @@ export async function startGateway(
     onKeyExpired: createExpiryAuditor({ auditor: service }),
     onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
     tracing,
+    onRequestFinished: usage?.onFinished,
   });
 
   const server = createGatewayServer(config, app);
   await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(config, { service, metrics, logger }, server);
+  const adminServer = await startAdminServer(config, { service, metrics, logger, usage }, server);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
   logger.info(
@@ -232,9 +240,42 @@ export async function startGateway(
     metrics,
     logger,
     tracing,
+    usage: usage?.recorder ?? null,
   });
   const flushTraces = () => tracing.forceFlush();
-  return { port, adminPort, config, store, service, metrics, logger, flushTraces, close };
+  return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, close };
+}
+
+/**
+ * Usage counting: in Redis (the store's, or `rateLimit.redisUrl`) when there is one, shared and
+ * exact across instances; else in this process's memory (per instance). Flushes are counted in
+ * `gateway_usage_flushes_total`; a failed one is logged (message only) and retried.
+ */
+function createUsage(
+  config: Readonly<GatewayConfig>,
+  redis: RedisClient | undefined,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): { recorder: UsageRecorder; store: UsageStore; onFinished: AppDeps['onRequestFinished'] } | null {
+  if (!config.usage.enabled) return null;
+  const { retentionDays, flushIntervalMs } = config.usage;
+  const store: UsageStore = redis
+    ? new RedisUsageStore(redis, config.store.redis.keyPrefix, retentionDays)
+    : new MemoryUsageStore(retentionDays);
+  const { flushes } = createUsageMetrics(metrics.registry);
+  const recorder = new UsageRecorder({
+    store,
+    flushIntervalMs,
+    onFlush: (r) => {
+      flushes.inc({ result: r.ok ? 'ok' : 'error' });
+      if (!r.ok)
+        logger.warn({ error: safeMessage(r.error), entries: r.entries }, 'usage flush failed; retrying');
+    },
+  });
+  const onFinished: AppDeps['onRequestFinished'] = (st, status) => {
+    if (st.company) recorder.record(st.company.id, st.error, status);
+  };
+  return { recorder, store, onFinished };
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -309,13 +350,19 @@ function createVerifier(
  */
 async function startAdminServer(
   config: Readonly<GatewayConfig>,
-  deps: { service: AdminService; metrics: GatewayMetrics; logger: Logger },
+  deps: {
+    service: AdminService;
+    metrics: GatewayMetrics;
+    logger: Logger;
+    usage: { store: UsageStore } | null;
+  },
   gatewayServer: Server,
 ): Promise<Server | null> {
   if (!config.admin.enabled) return null;
   const adminApp = createAdminApp({
     service: deps.service,
     token: config.admin.token ?? null,
+    tokens: config.admin.tokens,
     readMetrics: createMetricsReader(deps.metrics.registry),
     logger: deps.logger,
     console: config.admin.console
@@ -325,6 +372,7 @@ async function startAdminServer(
           tiers: config.rateLimit.tiers.map((t) => t.name),
         }
       : null,
+    usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,
   });
   const adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
   try {
@@ -350,11 +398,12 @@ interface Closeable {
   metrics: GatewayMetrics;
   logger: Logger;
   tracing: Tracing;
+  usage: UsageRecorder | null;
 }
 
 /** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
 function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => Promise<void> {
-  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger, tracing } = parts;
+  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger, tracing, usage } = parts;
   let closing: Promise<void> | null = null;
   return function close() {
     closing ??= (async () => {
@@ -365,6 +414,8 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
       app.closeAgents();
       // Unused leased quota goes back while the Redis client is still open.
       await limiter.close();
+      // The last counts go out while Redis is still open.
+      await usage?.close();
       await store.close();
       limiterRedis.own?.disconnect();
       metrics.registry.clear();

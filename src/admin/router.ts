@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { safeMessage, sendError, type ErrorCode } from '../errors.js';
@@ -8,27 +7,29 @@ import { isStoreOutage } from '../store/types.js';
 import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
+import {
+  adminIdentities,
+  hasRole,
+  identify,
+  requiredRole,
+  type AdminIdentity,
+  type AdminTokenEntry,
+} from './roles.js';
+import { queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
   service: AdminService;
-  /** Bearer token; `null` only when bound to loopback (server.ts enforces it). */
+  /** Bearer token (name `admin`, role `admin`); `null` with no `tokens` only when bound to loopback (server.ts enforces it). */
   token: string | null;
+  /** More tokens, each with a name and a role, by SHA-256 (`admin.tokens`, `ADMIN_TOKENS`). */
+  tokens?: readonly AdminTokenEntry[];
   /** Prometheus text for `/metrics` (this process, or all workers under `--workers`). */
   readMetrics: MetricsReader;
   logger: Logger;
   /** The operator console at `/console/` (`admin.console`), or absent/null when it is off. */
   console?: { origin: string | null; host: string; tiers: readonly string[] } | null;
-}
-
-/**
- * Compares a presented bearer token with the configured one in constant time. Both sides are
- * hashed first so neither the length nor a prefix of the token leaks through timing.
- */
-export function isTokenValid(presented: string | undefined, expected: string): boolean {
-  if (!presented) return false;
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
+  /** Usage counts for `GET /companies/:id/usage`; null or absent: usage is off (404). */
+  usage?: UsageQueryDeps | null;
 }
 
 /**
@@ -41,17 +42,19 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.use(helmet());
+  const identities = adminIdentities(deps.token, deps.tokens);
   // The console's static files need no token (the page asks for it) and set their own CSP.
   const consoleOpts = deps.console
-    ? { origin: deps.console.origin, host: deps.console.host, tokenless: deps.token === null }
+    ? { origin: deps.console.origin, host: deps.console.host, tokenless: identities.length === 0 }
     : null;
   if (deps.console) app.use(createConsoleHandler({ tiers: deps.console.tiers }));
   app.use(function noStore(_req, res, next) {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
-  app.use(createRefuseBrowsers(deps.token, consoleOpts));
-  app.use(createRequireToken(deps.token));
+  app.use(createRefuseBrowsers(identities.length ? 'set' : null, consoleOpts));
+  app.use(createRequireToken(identities));
+  app.use(createRequireRole());
   app.use(express.json({ limit: '64kb', strict: true }));
 
   app.get('/metrics', async (_req, res) => {
@@ -59,25 +62,48 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     res.setHeader('Content-Type', m.contentType);
     res.end(m.text);
   });
-  app.use('/admin/v1', createAdminRoutes(deps.service));
+  app.use('/admin/v1', createAdminRoutes(deps.service, deps.usage ?? null));
 
   app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
   app.use(createAdminErrorHandler(deps.logger));
   return app;
 }
 
-/** `Authorization: Bearer <token>` on every request, unless no token is set (loopback only). */
-function createRequireToken(token: string | null): RequestHandler {
+/**
+ * `Authorization: Bearer <token>` on every request, unless no token is set (loopback only: the
+ * caller is `admin`). The caller's identity goes to `res.locals.admin` (actor of audit entries).
+ */
+function createRequireToken(identities: readonly AdminTokenEntry[]): RequestHandler {
   return function requireToken(req, res, next) {
-    if (token === null) return next();
+    if (identities.length === 0) {
+      res.locals.admin = { name: 'admin', role: 'admin' } satisfies AdminIdentity;
+      return next();
+    }
     const auth = req.headers.authorization;
     const presented = typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
-    if (!isTokenValid(presented, token)) {
+    const who = identify(presented, identities);
+    if (!who) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="notify-gateway-admin"');
       return sendError(res, 'ADMIN_UNAUTHORIZED');
     }
+    res.locals.admin = who;
     next();
   };
+}
+
+/** 403 `ADMIN_FORBIDDEN` when the caller's role is below the route's (ADMIN_ROUTE_ROLES). */
+function createRequireRole(): RequestHandler {
+  return function requireRole(req, res, next) {
+    const who = res.locals.admin as AdminIdentity;
+    const need = requiredRole(req.method, req.path);
+    if (hasRole(who.role, need)) return next();
+    sendError(res, 'ADMIN_FORBIDDEN', `this route needs the ${need} role; this token has ${who.role}`);
+  };
+}
+
+/** The audit trail's actor for this request: the admin token's name. */
+function actorOf(res: Response): string {
+  return (res.locals.admin as AdminIdentity).name;
 }
 
 /**
@@ -116,22 +142,29 @@ function createRefuseBrowsers(
 }
 
 /** The `/admin/v1` routes: each calls the service and answers its result. */
-function createAdminRoutes(service: AdminService): express.Router {
+function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null): express.Router {
   const r = express.Router();
-  r.post('/companies', async (req, res) => reply(res, await service.createCompany(req.body), 201));
+  r.post('/companies', async (req, res) =>
+    reply(res, await service.createCompany(req.body, actorOf(res)), 201),
+  );
   r.get('/companies', async (_req, res) => reply(res, await service.listCompanies()));
   r.get('/companies/:id', async (req, res) => reply(res, await service.getCompany(req.params.id!)));
   r.patch('/companies/:id', async (req, res) =>
-    reply(res, await service.updateCompany(req.params.id!, req.body)),
+    reply(res, await service.updateCompany(req.params.id!, req.body, actorOf(res))),
   );
   r.post('/companies/:id/keys', async (req, res) =>
-    reply(res, await service.createKey(req.params.id!, req.body ?? {}), 201, true),
+    reply(res, await service.createKey(req.params.id!, req.body ?? {}, actorOf(res)), 201, true),
+  );
+  r.get('/companies/:id/usage', async (req, res) =>
+    reply(res, await queryUsage(service, usage, req.params.id!, req.query)),
   );
   r.get('/companies/:id/keys', async (req, res) => reply(res, await service.listKeys(req.params.id!)));
   r.get('/keys/:keyId', async (req, res) => reply(res, await service.getKey(req.params.keyId!)));
-  r.delete('/keys/:keyId', async (req, res) => reply(res, await service.revokeKey(req.params.keyId!)));
+  r.delete('/keys/:keyId', async (req, res) =>
+    reply(res, await service.revokeKey(req.params.keyId!, actorOf(res))),
+  );
   r.post('/keys/:keyId/rotate', async (req, res) =>
-    reply(res, await service.rotateKey(req.params.keyId!, req.body ?? {}), 201, true),
+    reply(res, await service.rotateKey(req.params.keyId!, req.body ?? {}, actorOf(res)), 201, true),
   );
   r.get('/audit', async (req, res) => {
     const limit: unknown = req.query.limit; // validated by the service: 400 naming `limit`

@@ -31,6 +31,20 @@ const ENV_TABLE = {
   ADMIN_PORT: { path: 'admin.port' },
   ADMIN_HOST: { path: 'admin.host' },
   ADMIN_TOKEN: { path: 'admin.token' },
+  /** `name:role:sha256[,name:role:sha256...]`, replacing `admin.tokens`. */
+  ADMIN_TOKENS: {
+    path: 'admin.tokens',
+    apply: (cfg, v) =>
+      setPath(
+        cfg,
+        'admin.tokens',
+        v.split(',').map((entry) => {
+          // `name:role:sha256` (the hash may carry its `sha256:` prefix); the schema checks each part.
+          const [name, role, ...hash] = entry.trim().split(':');
+          return { name, role, sha256: hash.join(':') };
+        }),
+      ),
+  },
   REDIS_URL: {
     path: 'store.redis.url',
     apply: (cfg, url) => {

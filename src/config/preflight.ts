@@ -28,7 +28,7 @@ export interface PreflightOptions {
 export function findStartupProblems(config: Readonly<GatewayConfig>, opts: PreflightOptions): string[] {
   const problems: string[] = [];
   const { admin, server, store } = config;
-  if (admin.enabled && !admin.token && !opts.isLoopback(admin.host)) {
+  if (admin.enabled && !admin.token && !admin.tokens.length && !opts.isLoopback(admin.host)) {
     problems.push(
       `admin.token: required because admin.host ${admin.host} is not loopback ` +
         '(set ADMIN_TOKEN, or bind the admin API to 127.0.0.1)',

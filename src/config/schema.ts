@@ -112,8 +112,37 @@ export const configSchema = z
           .string()
           .regex(/^https?:\/\/[^/?#@\s]+$/, 'must be an origin: http(s)://host[:port], no path')
           .optional(),
+        /** More admin tokens, by SHA-256: `{name, role: read|keys|admin, sha256}` (src/admin/roles.ts). */
+        tokens: z
+          .array(
+            z
+              .object({
+                name: z
+                  .string()
+                  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'),
+                role: z.enum(['read', 'keys', 'admin']),
+                sha256: z
+                  .string()
+                  .transform((h) => h.replace(/^sha256:/, '').toLowerCase())
+                  .pipe(z.string().regex(/^[0-9a-f]{64}$/, 'must be the 64-hex SHA-256 of the token')),
+              })
+              .strict(),
+          )
+          .default([]),
       })
       .strict()
+      .superRefine((a, ctx) => {
+        // Names are the audit trail's actors: two tokens must not pass for each other.
+        const names = [...(a.token ? ['admin'] : []), ...a.tokens.map((t) => t.name)];
+        names.forEach((n, i) => {
+          if (names.indexOf(n) !== i)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['tokens'],
+              message: `duplicate token name ${n} (admin.token is named admin)`,
+            });
+        });
+      })
       .default({}),
     routes: z
       .array(routeSchema)
@@ -287,6 +316,17 @@ export const configSchema = z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
         accessLog: z.boolean().default(true),
+      })
+      .strict()
+      .default({}),
+    /** Requests per company and hour (src/usage/): kept in Redis when there is one, else in memory. */
+    usage: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** Days the hourly counts are kept (Redis EXPIREAT; memory: dropped). */
+        retentionDays: z.coerce.number().int().min(1).max(400).default(35),
+        /** How often the in-memory counts are written, in one pipeline. */
+        flushIntervalMs: z.coerce.number().int().min(100).max(60_000).default(1000),
       })
       .strict()
       .default({}),

@@ -4,6 +4,7 @@ import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { KeyRecord } from '../store/types.js';
+import type { RequestState } from '../request-state.js';
 import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
@@ -42,6 +43,8 @@ export interface AppDeps {
   onKeyExpired?: (key: KeyRecord) => void;
   /** OpenTelemetry spans (`createTracing`); off when absent. */
   tracing?: Tracing;
+  /** Every finished request, with its final status (usage counting; 0 = aborted). */
+  onRequestFinished?: (state: RequestState, status: number) => void;
 }
 
 /**
@@ -100,6 +103,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         logger,
         metrics,
         ...tracing,
+        onFinished: deps.onRequestFinished,
       }),
       createSecurityHeaders(),
       createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),

@@ -137,3 +137,16 @@ export function childCache<C>(metric: { labels(...values: string[]): C }): (...v
     return c;
   };
 }
+
+/** `gateway_usage_flushes_total{result}`: usage flushes (one pipeline each) by result; no company label. */
+export function createUsageMetrics(registry: Registry): { flushes: Counter<'result'> } {
+  const flushes = new Counter({
+    name: 'gateway_usage_flushes_total',
+    help: 'Usage counter flushes by result: ok, or error (the counts are kept and retried with the next flush)',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  flushes.labels('ok').inc(0);
+  flushes.labels('error').inc(0);
+  return { flushes };
+}

@@ -27,6 +27,7 @@ const AREAS = [
   ['ratelimit', 'ratelimit/'],
   ['proxy', 'proxy/'],
   ['observability', 'observability/'],
+  ['usage', 'usage/'],
   ['admin-api', 'admin/router.ts'],
   ['admin', 'admin/'],
   ['http', 'http/'],
@@ -56,8 +57,9 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   ratelimit: [...FOUNDATION, 'redis'],
   proxy: [...FOUNDATION, 'request-state', 'signing', 'auth'],
   observability: FOUNDATION,
+  usage: [...FOUNDATION, 'redis'],
   'admin-api': [...FOUNDATION, 'store', 'admin', 'observability'],
-  admin: [...FOUNDATION, 'store', 'auth'],
+  admin: [...FOUNDATION, 'store', 'auth', 'usage'],
   http: [...FOUNDATION, 'store', 'request-state', 'signing', 'auth', 'ratelimit', 'proxy', 'observability'],
   demo: allBut('demo', 'cli', 'index'),
   server: allBut('server', 'demo', 'cli', 'index'),
@@ -69,7 +71,13 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
 const PACKAGES: Record<string, readonly string[]> = {
   express: ['http/', 'admin/router.ts', 'demo/backend.ts'],
   helmet: ['http/', 'admin/router.ts'],
-  ioredis: ['redis/', 'store/redis-store.ts', 'store/redis-invalidations.ts', 'ratelimit/'],
+  ioredis: [
+    'redis/',
+    'store/redis-store.ts',
+    'store/redis-invalidations.ts',
+    'ratelimit/',
+    'usage/redis-usage-store.ts',
+  ],
   pino: ['observability/logger.ts'],
   'http-proxy-middleware': ['proxy/route-proxy.ts'],
 };

@@ -25,6 +25,8 @@ export interface RequestContextOptions {
   metrics: Pick<GatewayMetrics, 'requests' | 'duration' | 'inflight'>;
   /** The request's server span (OpenTelemetry); off by default. */
   tracing?: Tracing;
+  /** Called once per finished (or aborted, status 0) request, after the metrics (usage counting). */
+  onFinished?: (state: RequestState, status: number) => void;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -82,6 +84,7 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       requestsBy(state.route, String(status)).inc();
       durationBy(state.route).observe(seconds);
       if (tracing.on) tracing.endRequest(state, status);
+      opts.onFinished?.(state, status);
       if (!opts.accessLog) return;
       logRequest(req, res, state, status, seconds);
     });

@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createKeyRecord } from '../../src/auth/key-record.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
+import { runCli, type CliRun } from '../helpers/cli-run.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+const newKey = (id: string) => {
+  const { key, record } = createKeyRecord({
+    companyId: '',
+    environment: 'live',
+    label: null,
+    expiresAt: null,
+    createdAt: '2026-01-01T00:00:00Z',
+  });
+  return { key, id, hash: record.hash, prefix: record.prefix };
+};
+
+/** Every Redis key and value but the audit stream: what a dry run must leave exactly as it was. */
+async function snapshot(client: Redis): Promise<string> {
+  const out: string[] = [];
+  for (const k of (await client.keys('*')).sort()) {
+    const type = await client.type(k);
+    if (type === 'hash') out.push(k, JSON.stringify(await client.hgetall(k)));
+    else if (type === 'string') out.push(k, (await client.get(k)) ?? '');
+    else if (type === 'set') out.push(k, (await client.smembers(k)).sort().join());
+    else if (type === 'zset') out.push(k, (await client.zrange(k, 0, -1, 'WITHSCORES')).join());
+    else if (type === 'stream') out.push(k, String(await client.xlen(k)));
+  }
+  return out.join('\n');
+}
+
+describe('apply and export on real Redis', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let dir: string;
+  let env: Record<string, string>;
+  const k1 = newKey('acme-1');
+  const k2 = newKey('acme-2');
+  const k3 = newKey('beta-1');
+  let oldKey: string;
+  const actor = `cli:${userInfo().username}`;
+
+  const file = (acme: { tier: string; k2Revoked?: string }) => `companies:
+  - id: acme
+    name: Acme
+    tier: ${acme.tier}
+    keys:
+      - id: ${k1.id}
+        hash: sha256:${k1.hash}
+        prefix: ${k1.prefix}
+        label: primary
+      - id: ${k2.id}
+        hash: ${k2.hash}
+${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
+    tier: free
+    status: active
+    keys:
+      - id: ${k3.id}
+        hash: ${k3.hash}
+`;
+  const write = (name: string, text: string) => {
+    const p = join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+  const apply = (path: string, ...flags: string[]): Promise<CliRun> =>
+    runCli(['apply', '-f', path, ...flags], env);
+  const call = async (key: string) => {
+    const r = await fetch(`http://127.0.0.1:${t.port}/notify/v1/x`, { headers: { 'X-API-Key': key } });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const auditLength = () => client.xlen('ng:audit');
+  const noChanges = /Created: 0\n {2}Updated: 0\n {2}Deleted: 0/;
+
+  before(async () => {
+    redis = await startRedis();
+    client = new Redis(redis.url);
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'redis', redis: { url: redis.url } },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      cache: { positiveTtlMs: 60_000, negativeTtlMs: 60_000 },
+    });
+    oldKey = (await createCompanyAndKey(t.gw.service, 'old-co')).key;
+    dir = mkdtempSync(join(tmpdir(), 'ng-apply-'));
+    env = { REDIS_URL: redis.url };
+  });
+  after(async () => {
+    client.disconnect();
+    await t.close();
+    await upstream.close();
+    await redis.stop();
+  });
+
+  test('dry run prints the diff and changes nothing', async () => {
+    // Cached as unknown first: a create must publish so the negative cache entry goes.
+    assert.equal(await call(k1.key), 401);
+    const before = await snapshot(client);
+    const r = await apply(write('v1.yaml', file({ tier: 'standard' })), '--dry-run');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^creating company acme$/m);
+    assert.match(r.stdout, /^creating company beta$/m);
+    assert.match(r.stdout, new RegExp(`^creating key ${k1.id} \\(company acme\\)$`, 'm'));
+    assert.match(
+      r.stdout,
+      /Summary \(dry run: nothing changed\):\n {2}Created: 5\n {2}Updated: 0\n {2}Deleted: 0/,
+    );
+    assert.doesNotMatch(r.stdout, new RegExp(k1.hash));
+    assert.equal(await snapshot(client), before);
+  });
+
+  test('apply creates, audits with the actor and propagates; a second apply changes nothing', async () => {
+    const path = join(dir, 'v1.yaml');
+    const r = await apply(path);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Created: 5/);
+    assert.equal(await call(k1.key), 200);
+    assert.equal(await call(k3.key), 200);
+    const audit = await t.gw.service.readAudit({ limit: 10 });
+    assert.ok(audit.ok);
+    const created = audit.value.filter((e) => e.companyId === 'acme' || e.companyId === 'beta');
+    assert.equal(created.length, 5);
+    for (const e of created) {
+      assert.equal(e.actor, actor);
+      assert.equal(e.details?.via, 'apply');
+    }
+    const len = await auditLength();
+    const again = await apply(path);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, noChanges);
+    assert.equal(await auditLength(), len, 'an idempotent apply writes no audit entry');
+  });
+
+  test('updates: only the changed fields, revocation reaches the gateway within 1 s', async () => {
+    assert.equal(await call(k2.key), 200);
+    const path = write('v2.yaml', file({ tier: 'enterprise', k2Revoked: '2026-01-02T00:00:00Z' }));
+    const dry = await apply(path, '--dry-run');
+    assert.match(dry.stdout, /^updating company acme: tier "standard" -> "enterprise"$/m);
+    assert.match(
+      dry.stdout,
+      new RegExp(`^updating key ${k2.id} \\(company acme\\): revokedAt null -> "2026-01-02T00:00:00Z"$`, 'm'),
+    );
+    const r = await apply(path);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Updated: 2/);
+    const start = Date.now();
+    while ((await call(k2.key)) !== 401) {
+      assert.ok(Date.now() - start < 1000, 'revocation not seen within 1 s');
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal((await t.gw.store.getCompany('acme'))?.tier, 'enterprise');
+    assert.match((await apply(path)).stdout, noChanges);
+  });
+
+  test('a key revoked in Redis but unrevoked in the file is reported, never un-revoked', async () => {
+    const revoked = await t.gw.service.revokeKey(k3.id, 'admin');
+    assert.ok(revoked.ok);
+    const r = await apply(join(dir, 'v2.yaml'));
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`note: key ${k3.id}: revoked at .* revocation is final, kept`));
+    assert.match(r.stdout, noChanges);
+    assert.notEqual((await t.gw.store.getKey(k3.id))?.revokedAt, null);
+    assert.equal(await call(k3.key), 401);
+  });
+
+  test('--prune deletes what the file does not hold: keys revoked, company suspended', async () => {
+    const path = join(dir, 'v2.yaml');
+    assert.equal(await call(oldKey), 200);
+    assert.match((await apply(path)).stdout, noChanges, 'without --prune nothing is deleted');
+    const r = await apply(path, '--prune');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^deleting company old-co: status "active" -> "suspended", apiAccess true -> false$/m,
+    );
+    assert.match(r.stdout, /^deleting key key_\S+ \(company old-co\): revoke$/m);
+    assert.match(r.stdout, /Deleted: 2/);
+    assert.equal(await call(oldKey), 401);
+    assert.match((await apply(path, '--prune')).stdout, noChanges);
+  });
+
+  test('export writes the state without secrets; export → apply --prune changes nothing', async () => {
+    const out = join(dir, 'exported.yaml');
+    const e = await runCli(['export', '-o', out], env);
+    assert.equal(e.code, 0, e.stderr);
+    const text = readFileSync(out, 'utf8');
+    for (const k of [k1, k2, k3]) {
+      assert.ok(!text.includes(k.key), 'no plaintext key');
+      assert.ok(text.includes(k.hash));
+    }
+    assert.doesNotMatch(text, /lastUsedAt|exposedAt|rotatedTo/);
+    const stdout = await runCli(['export'], env);
+    assert.equal(stdout.stdout, text);
+    const len = await auditLength();
+    const r = await apply(out, '--prune');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, noChanges);
+    assert.equal(await auditLength(), len);
+  });
+
+  test('a bad file: exit 2 with every problem, nothing changed', async () => {
+    const before = await snapshot(client);
+    const r = await apply(write('bad.yaml', 'companies:\n  - id: x\n    tier: gold\n  - id: y\n'));
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown tier "gold"/);
+    assert.match(r.stderr, /companies\.1\.tier/);
+    assert.equal(await snapshot(client), before);
+    const json = await apply(join(dir, 'v2.yaml'), '--dry-run', '--json');
+    assert.equal(json.code, 0);
+    assert.deepEqual(JSON.parse(json.stdout), {
+      changes: [],
+      notes: JSON.parse(json.stdout).notes,
+      dryRun: true,
+      failures: [],
+    });
+  });
+});
