@@ -172,7 +172,7 @@ function describeConfig(file: string, c: Readonly<GatewayConfig>): string {
     `  store: ${c.store.type}${c.store.type === 'redis' ? ` (${c.store.redis.url})` : ''}`,
     ...(c.rateLimit.redisUrl ? [`  rate-limit redis: ${c.rateLimit.redisUrl}`] : []),
     `  routes: ${c.routes.map((x) => `${x.prefix} -> ${x.target}`).join(', ')}`,
-    `  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.points}/${t.duration}s`).join(', ')}`,
+    `  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.windows.map((w) => `${w.points}/${w.duration}s`).join('+')}`).join(', ')}`,
   ];
   return lines.join('\n') + '\n';
 }
@@ -203,6 +203,7 @@ async function withService<T>(
   const svc = new AdminService({
     store,
     tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    routes: config.routes,
     maxActiveKeys: config.keys.maxActiveKeys,
     rotationAgeDays: config.keys.rotationAgeDays,
   });

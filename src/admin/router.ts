@@ -106,6 +106,9 @@ function createAdminRoutes(service: AdminService): express.Router {
   );
   r.get('/companies/:id/keys', async (req, res) => reply(res, await service.listKeys(req.params.id!)));
   r.get('/keys/:keyId', async (req, res) => reply(res, await service.getKey(req.params.keyId!)));
+  r.patch('/keys/:keyId', async (req, res) =>
+    reply(res, await service.updateKey(req.params.keyId!, req.body)),
+  );
   r.delete('/keys/:keyId', async (req, res) => reply(res, await service.revokeKey(req.params.keyId!)));
   r.post('/keys/:keyId/rotate', async (req, res) =>
     reply(res, await service.rotateKey(req.params.keyId!, req.body ?? {}), 201, true),

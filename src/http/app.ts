@@ -19,6 +19,7 @@ import { createMessageGuard } from './steps/message-guard.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
 import { createRateLimit } from './steps/rate-limit.js';
+import { createScopeCheck } from './steps/scope-check.js';
 import { createRequestContext } from './steps/request-context.js';
 import { createRouteMatch } from './steps/route-match.js';
 import { createSecurityHeaders, securityHeaderSet } from './steps/security-headers.js';
@@ -112,6 +113,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         failureCounter: metrics.authFailures,
         onKeyExpired: deps.onKeyExpired,
       }),
+      createScopeCheck({ metrics }),
       createRateLimit({ limiter: deps.limiter, metrics, companyLabel: config.metrics.companyLabel }),
       createBodyLimit({ bodyLimitBytes: config.server.bodyLimitBytes }),
       // A client-sent signature header is as untrusted as a client-sent company id.

@@ -31,6 +31,8 @@ function company(id: string, over: Partial<Company> = {}): Company {
     apiAccess: true,
     createdAt: now(),
     updatedAt: now(),
+    scopes: null,
+    limits: null,
     ...over,
   };
 }
@@ -50,6 +52,8 @@ function key(id: string, companyId: string, over: Partial<KeyRecord> = {}): KeyR
     lastUsedAt: null,
     exposedAt: null,
     rotatedTo: null,
+    scopes: null,
+    limits: null,
     ...over,
   };
 }

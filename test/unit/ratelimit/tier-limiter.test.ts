@@ -96,7 +96,7 @@ describe('TierRateLimiter with Redis up', () => {
     assert.deepEqual(sources(ds), ['primary']);
   });
 
-  test('each tier counts apart, under "<prefix>rl:<tier>:" in Redis', async () => {
+  test('a company\'s window is counted under "<prefix>rl:{<company>}:c<seconds>"; a new tier applies to what was used', async () => {
     const big = { name: 'big', points: 10, duration: 60 };
     const l = new TierRateLimiter({
       tiers: [TIER, big],
@@ -106,11 +106,12 @@ describe('TierRateLimiter with Redis up', () => {
     });
     const co = fresh();
     await consumeN(l, co, TIER.points + 1);
+    // Moved to a bigger tier in the same window: the 3 already used count against its 10.
     const other = await l.consume(co, big.name);
-    assert.deepEqual([other.allowed, other.remaining], [true, big.points - 1]);
+    assert.deepEqual([other.allowed, other.remaining], [true, big.points - TIER.points - 1]);
     // The client adds its own prefix to every command, the limiter's key includes it once more.
-    assert.equal(await client.exists(`ng-test:rl:${TIER.name}:${co}`), 1);
-    assert.equal(await client.exists(`ng-test:rl:${big.name}:${co}`), 1);
+    // One hash tag per company: every counter of a request is in one Cluster slot.
+    assert.equal(await client.exists(`ng-test:rl:{${co}}:c60`), 1);
   });
 
   test('an unknown tier is an INTERNAL error, not a pass', async () => {
