@@ -16,6 +16,7 @@ import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
+import type { RateWindow, Scope } from './store/types.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -220,12 +221,47 @@ async function withService<T>(
   process.stdout.write(json ? JSON.stringify(result.value, null, 2) + '\n' : print(result.value));
 }
 
+/** Scopes and windows in a table cell: `POST /notify/v1/otps, * /media` and `10/1s, 600/60s`. */
+function formatList(col: string, v: unknown[]): string {
+  if (v.length === 0) return '(none)';
+  if (col === 'limits') return (v as RateWindow[]).map((w) => `${w.points}/${w.duration}s`).join(', ');
+  return (v as Scope[])
+    .map((s) => `${s.methods?.join('|') ?? '*'} ${s.paths?.join('|') ?? s.route}`)
+    .join(', ');
+}
+
+/**
+ * `--scopes`: `all` (every route: null), or a JSON list of `{route, methods?, paths?}`. The service
+ * validates the content; only unreadable JSON stops here (exit 2).
+ */
+function parseScopesOption(v: string): unknown {
+  if (v === 'all') return null;
+  try {
+    return JSON.parse(v) as unknown;
+  } catch {
+    throw new InvalidArgumentError(
+      'must be "all" or a JSON list such as \'[{"route":"/notify/v1","methods":["POST"]}]\'',
+    );
+  }
+}
+
+/** `--limits`: `tier` / `none` (null), or windows `POINTS/SECONDS[,POINTS/SECONDS...]`, e.g. `10/1,600/60`. */
+function parseLimitsOption(v: string): unknown {
+  if (v === 'tier' || v === 'none') return null;
+  return v.split(',').map((w) => {
+    const m = /^\s*(\d+)\/(\d+)s?\s*$/.exec(w);
+    if (!m)
+      throw new InvalidArgumentError('must be "tier", "none" or POINTS/SECONDS[,...] such as 10/1,600/60');
+    return { points: Number(m[1]), duration: Number(m[2]) };
+  });
+}
+
 function table(rows: object[], cols: string[]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = rows.map((r) =>
     cols.map((c) => {
       const v = (r as Record<string, unknown>)[c];
-      return v === null || v === undefined ? '-' : String(v);
+      return v === null || v === undefined ? '-' : Array.isArray(v) ? formatList(c, v) : String(v);
     }),
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
@@ -238,7 +274,17 @@ function table(rows: object[], cols: string[]): string {
 }
 
 const companies = program.command('companies').description('manage companies');
-const companyCols = ['id', 'name', 'tier', 'status', 'apiAccess', 'createdAt', 'updatedAt'];
+const companyCols = [
+  'id',
+  'name',
+  'tier',
+  'status',
+  'apiAccess',
+  'scopes',
+  'limits',
+  'createdAt',
+  'updatedAt',
+];
 companies
   .command('create <id>')
   .option('--name <name>')
@@ -290,13 +336,33 @@ companies
   .option('--tier <tier>')
   .option('--status <status>', 'active | pending | suspended')
   .option('--api-access <on|off>')
+  .option(
+    '--scopes <all|json>',
+    'routes its keys may call: all, or a JSON list of {route, methods?, paths?}',
+    parseScopesOption,
+  )
+  .option(
+    '--limits <tier|windows>',
+    "its own windows, e.g. 10/1,600/60; tier = the tier's",
+    parseLimitsOption,
+  )
   .option('--json')
   .action(
     (
       id: string,
-      o: { name?: string; tier?: string; status?: string; apiAccess?: string; json?: boolean },
+      o: {
+        name?: string;
+        tier?: string;
+        status?: string;
+        apiAccess?: string;
+        scopes?: unknown;
+        limits?: unknown;
+        json?: boolean;
+      },
     ) => {
       const patch: Record<string, unknown> = {};
+      if (o.scopes !== undefined) patch.scopes = o.scopes;
+      if (o.limits !== undefined) patch.limits = o.limits;
       if (o.name !== undefined) patch.name = o.name;
       if (o.tier !== undefined) patch.tier = o.tier;
       if (o.status !== undefined) patch.status = o.status;
@@ -321,6 +387,8 @@ const keyCols = [
   'expiresAt',
   'revokedAt',
   'exposedAt',
+  'scopes',
+  'limits',
   'rotationDue',
 ];
 keys
@@ -355,6 +423,35 @@ keys
     withService(
       (s) => s.listKeys(companyId),
       (ks) => table(ks, keyCols),
+      !!o.json,
+    ),
+  );
+keys
+  .command('update <keyId>')
+  .description("narrow a key's scopes (never wider than its company's) or give it its own windows")
+  .option(
+    '--scopes <all|json>',
+    "all (the company's), or a JSON list of {route, methods?, paths?}",
+    parseScopesOption,
+  )
+  .option(
+    '--limits <none|windows>',
+    "its own windows on top of the company's, e.g. 5/1,100/60; none = no own windows",
+    parseLimitsOption,
+  )
+  .option('--json')
+  .action((keyId: string, o: { scopes?: unknown; limits?: unknown; json?: boolean }) =>
+    withService(
+      (s) =>
+        s.updateKey(
+          keyId,
+          {
+            ...(o.scopes !== undefined ? { scopes: o.scopes } : {}),
+            ...(o.limits !== undefined ? { limits: o.limits } : {}),
+          },
+          'cli',
+        ),
+      (k) => table([k], keyCols),
       !!o.json,
     ),
   );
