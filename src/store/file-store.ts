@@ -389,7 +389,7 @@ const CUT_SHORT =
 /**
  * What a cut-short copy would loosen: a key that keeps its entry but loses (or postpones) its
  * `revokedAt` or `expiresAt`, a company that keeps its entry but becomes active or regains API
- * access. Entries that vanish altogether lose access (fail closed), so that alone is no reason to
+ * access, a company or key that loses its `scopes` or `limits`. Entries that vanish altogether lose access (fail closed), so that alone is no reason to
  * refuse: deleting the last key of the file is how an operator may remove it. Positions are named
  * by id, never by hash.
  */
@@ -408,6 +408,7 @@ function findLoosened(
       if (was !== null && (now === null || (parseInstant(now) ?? 0) > (parseInstant(was) ?? 0)))
         problems.push(`key ${k.id}: ${field} would be dropped or postponed`);
     }
+    problems.push(...droppedAccessRules(`key ${k.id}`, old, k));
   }
   const oldCompanies = new Map(before.companies.map((c) => [c.id, c]));
   for (const c of after.companies) {
@@ -416,8 +417,21 @@ function findLoosened(
     if (old.status !== 'active' && c.status === 'active')
       problems.push(`company ${c.id}: would become active`);
     if (!old.apiAccess && c.apiAccess) problems.push(`company ${c.id}: would regain API access`);
+    problems.push(...droppedAccessRules(`company ${c.id}`, old, c));
   }
   return problems;
+}
+
+/** Scopes or windows that a cut would drop (a dropped list means every route, or the tier's limits). */
+function droppedAccessRules(
+  who: string,
+  before: Pick<Company, 'scopes' | 'limits'>,
+  after: Pick<Company, 'scopes' | 'limits'>,
+): string[] {
+  const out: string[] = [];
+  if (before.scopes !== null && after.scopes === null) out.push(`${who}: scopes would be dropped`);
+  if (before.limits !== null && after.limits === null) out.push(`${who}: limits would be dropped`);
+  return out;
 }
 
 /**

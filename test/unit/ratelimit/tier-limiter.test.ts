@@ -162,6 +162,30 @@ describe('TierRateLimiter when Redis fails', () => {
     assert.equal(back[2]!.allowed, false);
   });
 
+  test('insurance over several windows: each counts, a refusal by one takes nothing from the others', async () => {
+    const l = limiter('insurance');
+    const co = fresh();
+    const extra = {
+      companyLimits: [{ points: 5, duration: 60 }],
+      keyId: 'k',
+      keyLimits: [{ points: 2, duration: 30 }],
+    };
+    redis.pause();
+    const ds: RateDecision[] = [];
+    try {
+      for (let i = 0; i < 3; i++) ds.push(await l.consume(co, TIER.name, extra));
+      // Another key of the company: the company's 5 − 2 = 3 (the key's refusal took none of them).
+      for (let i = 0; i < 4; i++)
+        ds.push(await l.consume(co, TIER.name, { ...extra, keyId: 'k2', keyLimits: null }));
+    } finally {
+      redis.resume();
+    }
+    assert.deepEqual(allowed(ds), [true, true, false, true, true, true, false]);
+    assert.deepEqual(sources(ds), ['insurance']);
+    assert.deepEqual([ds[2]!.limit, ds[6]!.limit], [2, 5]);
+    await primaryAgain(l);
+  });
+
   test('open (Redis gone): every request passes with a full budget, then exact counts on recovery', async () => {
     const errors: unknown[] = [];
     const l = limiter('open', errors);
