@@ -232,28 +232,30 @@ function formatList(col: string, v: unknown[]): string {
 
 /**
  * `--scopes`: `all` (every route: null), or a JSON list of `{route, methods?, paths?}`. The service
- * validates the content; only unreadable JSON stops here (exit 2).
+ * validates the content; only unreadable JSON stops here (exit 2). Wrapped in `{ set }`: commander
+ * replaces a parser's `null`.
  */
-function parseScopesOption(v: string): unknown {
-  if (v === 'all') return null;
+function parseScopesOption(v: string): { set: unknown } {
+  if (v === 'all') return { set: null };
   try {
-    return JSON.parse(v) as unknown;
+    return { set: JSON.parse(v) as unknown };
   } catch {
-    throw new InvalidArgumentError(
-      'must be "all" or a JSON list such as \'[{"route":"/notify/v1","methods":["POST"]}]\'',
+    fatal(
+      '--scopes: must be "all" or a JSON list such as [{"route":"/notify/v1","methods":["POST"]}]',
+      EXIT_USAGE,
     );
   }
 }
 
 /** `--limits`: `tier` / `none` (null), or windows `POINTS/SECONDS[,POINTS/SECONDS...]`, e.g. `10/1,600/60`. */
-function parseLimitsOption(v: string): unknown {
-  if (v === 'tier' || v === 'none') return null;
-  return v.split(',').map((w) => {
+function parseLimitsOption(v: string): { set: unknown } {
+  if (v === 'tier' || v === 'none') return { set: null };
+  const windows = v.split(',').map((w) => {
     const m = /^\s*(\d+)\/(\d+)s?\s*$/.exec(w);
-    if (!m)
-      throw new InvalidArgumentError('must be "tier", "none" or POINTS/SECONDS[,...] such as 10/1,600/60');
+    if (!m) fatal('--limits: must be "tier", "none" or POINTS/SECONDS[,...] such as 10/1,600/60', EXIT_USAGE);
     return { points: Number(m[1]), duration: Number(m[2]) };
   });
+  return { set: windows };
 }
 
 function table(rows: object[], cols: string[]): string {
@@ -355,14 +357,14 @@ companies
         tier?: string;
         status?: string;
         apiAccess?: string;
-        scopes?: unknown;
-        limits?: unknown;
+        scopes?: { set: unknown };
+        limits?: { set: unknown };
         json?: boolean;
       },
     ) => {
       const patch: Record<string, unknown> = {};
-      if (o.scopes !== undefined) patch.scopes = o.scopes;
-      if (o.limits !== undefined) patch.limits = o.limits;
+      if (o.scopes !== undefined) patch.scopes = o.scopes.set;
+      if (o.limits !== undefined) patch.limits = o.limits.set;
       if (o.name !== undefined) patch.name = o.name;
       if (o.tier !== undefined) patch.tier = o.tier;
       if (o.status !== undefined) patch.status = o.status;
@@ -440,14 +442,14 @@ keys
     parseLimitsOption,
   )
   .option('--json')
-  .action((keyId: string, o: { scopes?: unknown; limits?: unknown; json?: boolean }) =>
+  .action((keyId: string, o: { scopes?: { set: unknown }; limits?: { set: unknown }; json?: boolean }) =>
     withService(
       (s) =>
         s.updateKey(
           keyId,
           {
-            ...(o.scopes !== undefined ? { scopes: o.scopes } : {}),
-            ...(o.limits !== undefined ? { limits: o.limits } : {}),
+            ...(o.scopes !== undefined ? { scopes: o.scopes.set } : {}),
+            ...(o.limits !== undefined ? { limits: o.limits.set } : {}),
           },
           'cli',
         ),
