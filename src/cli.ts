@@ -30,7 +30,7 @@ import { tracingSettings } from './observability/tracing.js';
 import { createRedisClient } from './redis/connection.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
 import { parseKeyFile } from './store/file-store.js';
-import type { KeyStore } from './store/types.js';
+import type { KeyStore, RateWindow, Scope } from './store/types.js';
 import { USAGE_FIELDS } from './usage/counts.js';
 import { parseUsageRange, readUsage } from './usage/query.js';
 import { RedisUsageStore } from './usage/redis-usage-store.js';
@@ -240,7 +240,7 @@ function describeConfig(file: string, c: Readonly<GatewayConfig>): string {
     `  store: ${c.store.type}${c.store.type === 'redis' ? ` (${c.store.redis.url})` : ''}`,
     ...(c.rateLimit.redisUrl ? [`  rate-limit redis: ${c.rateLimit.redisUrl}`] : []),
     `  routes: ${c.routes.map((x) => `${x.prefix} -> ${x.target}`).join(', ')}`,
-    `  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.points}/${t.duration}s`).join(', ')}`,
+    `  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.windows.map((w) => `${w.points}/${w.duration}s`).join('+')}`).join(', ')}`,
   ];
   return lines.join('\n') + '\n';
 }
@@ -274,6 +274,7 @@ async function withService<T>(
   const svc = new AdminService({
     store,
     tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    routes: config.routes,
     maxActiveKeys: config.keys.maxActiveKeys,
     rotationAgeDays: config.keys.rotationAgeDays,
   });
@@ -294,6 +295,43 @@ async function withService<T>(
   // On stderr: a note for the reader, never part of what a script parses.
   if (fileStoreNote && config.store.type === 'file') process.stderr.write(`note: ${fileStoreNote}\n`);
   after?.(result.value);
+}
+
+/** Scopes and windows in a table cell: `POST /notify/v1/otps, * /media` and `10/1s, 600/60s`. */
+function formatList(col: string, v: unknown[]): string {
+  if (v.length === 0) return '(none)';
+  if (col === 'limits') return (v as RateWindow[]).map((w) => `${w.points}/${w.duration}s`).join(', ');
+  return (v as Scope[])
+    .map((s) => `${s.methods?.join('|') ?? '*'} ${s.paths?.join('|') ?? s.route}`)
+    .join(', ');
+}
+
+/**
+ * `--scopes`: `all` (every route: null), or a JSON list of `{route, methods?, paths?}`. The service
+ * validates the content; only unreadable JSON stops here (exit 2). Wrapped in `{ set }`: commander
+ * replaces a parser's `null`.
+ */
+function parseScopesOption(v: string): { set: unknown } {
+  if (v === 'all') return { set: null };
+  try {
+    return { set: JSON.parse(v) as unknown };
+  } catch {
+    fatal(
+      '--scopes: must be "all" or a JSON list such as [{"route":"/notify/v1","methods":["POST"]}]',
+      EXIT_USAGE,
+    );
+  }
+}
+
+/** `--limits`: `tier` / `none` (null), or windows `POINTS/SECONDS[,POINTS/SECONDS...]`, e.g. `10/1,600/60`. */
+function parseLimitsOption(v: string): { set: unknown } {
+  if (v === 'tier' || v === 'none') return { set: null };
+  const windows = v.split(',').map((w) => {
+    const m = /^\s*(\d+)\/(\d+)s?\s*$/.exec(w);
+    if (!m) fatal('--limits: must be "tier", "none" or POINTS/SECONDS[,...] such as 10/1,600/60', EXIT_USAGE);
+    return { points: Number(m[1]), duration: Number(m[2]) };
+  });
+  return { set: windows };
 }
 
 // C0, DEL and C1 controls (ESC starts terminal escape sequences; CR and LF could forge rows).
@@ -332,6 +370,7 @@ function table(rows: object[], cols: string[]): string {
       const v = (r as Record<string, unknown>)[c];
       // The epoch only comes from a key file that does not say: "not recorded", not 1970.
       if (v === null || v === undefined || v === EPOCH) return '-';
+      if (Array.isArray(v)) return formatList(c, v);
       return String(v).replace(CONTROL_CHARS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
     }),
   );
@@ -345,7 +384,17 @@ function table(rows: object[], cols: string[]): string {
 }
 
 const companies = program.command('companies').description('manage companies');
-const companyCols = ['id', 'name', 'tier', 'status', 'apiAccess', 'createdAt', 'updatedAt'];
+const companyCols = [
+  'id',
+  'name',
+  'tier',
+  'status',
+  'apiAccess',
+  'scopes',
+  'limits',
+  'createdAt',
+  'updatedAt',
+];
 companies
   .command('create <id>')
   .option('--name <name>')
@@ -399,13 +448,33 @@ companies
   .option('--tier <tier>')
   .option('--status <status>', 'active | pending | suspended', parseStatus)
   .option('--api-access <on|off>', 'API access', parseOnOff)
+  .option(
+    '--scopes <all|json>',
+    'routes its keys may call: all, or a JSON list of {route, methods?, paths?}',
+    parseScopesOption,
+  )
+  .option(
+    '--limits <tier|windows>',
+    "its own windows, e.g. 10/1,600/60; tier = the tier's",
+    parseLimitsOption,
+  )
   .option('--json')
   .action(
     (
       id: string,
-      o: { name?: string; tier?: string; status?: string; apiAccess?: boolean; json?: boolean },
+      o: {
+        name?: string;
+        tier?: string;
+        status?: string;
+        apiAccess?: boolean;
+        scopes?: { set: unknown };
+        limits?: { set: unknown };
+        json?: boolean;
+      },
     ) => {
       const patch: Record<string, unknown> = {};
+      if (o.scopes !== undefined) patch.scopes = o.scopes.set;
+      if (o.limits !== undefined) patch.limits = o.limits.set;
       if (o.name !== undefined) patch.name = o.name;
       if (o.tier !== undefined) patch.tier = o.tier;
       if (o.status !== undefined) patch.status = o.status;
@@ -430,6 +499,8 @@ const keyCols = [
   'expiresAt',
   'revokedAt',
   'exposedAt',
+  'scopes',
+  'limits',
   'rotationDue',
 ];
 keys
@@ -466,6 +537,35 @@ keys
       (ks) => table(ks, keyCols),
       !!o.json,
       FILE_NOTES.keys,
+    ),
+  );
+keys
+  .command('update <keyId>')
+  .description("narrow a key's scopes (never wider than its company's) or give it its own windows")
+  .option(
+    '--scopes <all|json>',
+    "all (the company's), or a JSON list of {route, methods?, paths?}",
+    parseScopesOption,
+  )
+  .option(
+    '--limits <none|windows>',
+    "its own windows on top of the company's, e.g. 5/1,100/60; none = no own windows",
+    parseLimitsOption,
+  )
+  .option('--json')
+  .action((keyId: string, o: { scopes?: { set: unknown }; limits?: { set: unknown }; json?: boolean }) =>
+    withService(
+      (s) =>
+        s.updateKey(
+          keyId,
+          {
+            ...(o.scopes !== undefined ? { scopes: o.scopes.set } : {}),
+            ...(o.limits !== undefined ? { limits: o.limits.set } : {}),
+          },
+          'cli',
+        ),
+      (k) => table([k], keyCols),
+      !!o.json,
     ),
   );
 keys

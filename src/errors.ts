@@ -19,6 +19,7 @@ export const ERRORS = {
     error: 'Forbidden',
     details: 'API access is disabled for this company',
   },
+  SCOPE_DENIED: { status: 403, error: 'Forbidden', details: 'This API key may not call this route' },
   HTTPS_REQUIRED: { status: 403, error: 'Forbidden', details: 'HTTPS is required' },
   BROWSER_REQUEST: {
     status: 403,

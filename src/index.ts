@@ -17,6 +17,8 @@ export {
   AuthFailureLimiter,
   type TierLimiterOptions,
   type RateDecision,
+  type WindowDecision,
+  type LimitSubject,
   type FailurePolicy,
 } from './ratelimit/tier-limiter.js';
 export { createLogger, type Logger } from './observability/logger.js';
@@ -51,6 +53,9 @@ export {
   type Company,
   type CompanyStatus,
   type CompanyPatch,
+  type KeyPatch,
+  type Scope,
+  type RateWindow,
   type Invalidation,
   type AuditEntry,
   type CreateKeyResult,

@@ -94,6 +94,7 @@ export async function createStore(
       const store = new FileKeyStore({
         path: config.store.file.path,
         knownTiers: tiers,
+        knownRoutes: config.routes,
         onReload: createReloadReporter(config.store.file.path, logger, fileMetrics),
       });
       // The constructor throws on a broken file, so reaching here means the first load applied.
@@ -194,6 +195,7 @@ export async function startGateway(
   const service = new AdminService({
     store,
     tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    routes: config.routes,
     maxActiveKeys: config.keys.maxActiveKeys,
     rotationAgeDays: config.keys.rotationAgeDays,
     onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),

@@ -86,8 +86,19 @@ function gatewayConfig({ port, upstream, keyFile }) {
     admin: { enabled: false },
     routes: [{ prefix: '/notify/v1', target: upstream.url }],
     store: { type: 'file', file: { path: keyFile ?? 'keys.yaml' } },
-    rateLimit: { tiers: [{ name: 'bench', points: 1_000_000_000, duration: 60 }] },
+    rateLimit: { tiers: [benchTier()] },
   };
+}
+
+/**
+ * The bench tier: one 60 s window, or with `BENCH_WINDOWS=3` the shape of the documented
+ * three-window tier (1 s, 60 s, 1 day; README "Running one gateway for several services"), each
+ * window too large to be reached, so every request is counted in three windows and never refused.
+ */
+function benchTier() {
+  if (process.env.BENCH_WINDOWS !== '3') return { name: 'bench', points: 1_000_000_000, duration: 60 };
+  const points = 1_000_000_000;
+  return { name: 'bench', windows: [1, 60, 86_400].map((duration) => ({ points, duration })) };
 }
 
 async function keyTools() {

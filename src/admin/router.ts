@@ -160,6 +160,9 @@ function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null):
   );
   r.get('/companies/:id/keys', async (req, res) => reply(res, await service.listKeys(req.params.id!)));
   r.get('/keys/:keyId', async (req, res) => reply(res, await service.getKey(req.params.keyId!)));
+  r.patch('/keys/:keyId', async (req, res) =>
+    reply(res, await service.updateKey(req.params.keyId!, req.body, actorOf(res))),
+  );
   r.delete('/keys/:keyId', async (req, res) =>
     reply(res, await service.revokeKey(req.params.keyId!, actorOf(res))),
   );

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
+import { scopeListSchema, windowListSchema } from '../config/limits.js';
 import type { ErrorCode } from '../errors.js';
 import { ID_PATTERN } from '../store/types.js';
 import { INSTANT_MESSAGE, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
@@ -34,6 +35,10 @@ export const companyCreateSchema = z
     tier: z.string().min(1).max(32).default('free'),
     status: companyStatus.default('active'),
     apiAccess: z.boolean().default(true),
+    /** Routes its keys may call; null or absent = every route. */
+    scopes: scopeListSchema.optional(),
+    /** Its own windows; null or absent = its tier's. */
+    limits: windowListSchema.nullable().optional(),
   })
   .strict();
 
@@ -44,9 +49,23 @@ export const companyPatchSchema = z
     tier: z.string().min(1).max(32).optional(),
     status: companyStatus.optional(),
     apiAccess: z.boolean().optional(),
+    scopes: scopeListSchema.optional(),
+    limits: windowListSchema.nullable().optional(),
   })
   .strict()
-  .refine((p) => Object.keys(p).length > 0, 'at least one of name, tier, status, apiAccess is required');
+  .refine(
+    (p) => Object.keys(p).length > 0,
+    'at least one of name, tier, status, apiAccess, scopes, limits is required',
+  );
+
+/** `PATCH /admin/v1/keys/:keyId`: the key's own scopes (narrower only) and windows. */
+export const keyPatchSchema = z
+  .object({
+    scopes: scopeListSchema.optional(),
+    limits: windowListSchema.nullable().optional(),
+  })
+  .strict()
+  .refine((p) => Object.keys(p).length > 0, 'at least one of scopes, limits is required');
 
 /** `POST /admin/v1/companies/:id/keys` (the body may be absent). */
 export const keyCreateSchema = z
@@ -97,6 +116,10 @@ export const companySchema = z
     tier: z.string(),
     status: companyStatus,
     apiAccess: z.boolean(),
+    /** Routes its keys may call; null = every route. */
+    scopes: scopeListSchema,
+    /** Its own windows; null = its tier's. */
+    limits: windowListSchema.nullable(),
     createdAt: instant,
     updatedAt: instant,
   })
@@ -117,6 +140,10 @@ export const keyViewSchema = z
     revokedAt: storedInstant.nullable(),
     exposedAt: instant.nullable(),
     rotatedTo: z.string().nullable(),
+    /** The key's own scopes (narrowing its company's); null = the company's. */
+    scopes: scopeListSchema,
+    /** The key's own windows (on top of its company's); null = none. */
+    limits: windowListSchema.nullable(),
     /** Older than the rotation age (default 90 days). */
     rotationDue: z.boolean(),
   })

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { createKeyRecord } from '../auth/key-record.js';
+import { findScopeProblems, type ScopeRoute } from '../config/limits.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import {
   hasPassed,
@@ -18,6 +19,7 @@ import {
   companyCreateSchema,
   companyPatchSchema,
   keyCreateSchema,
+  keyPatchSchema,
   keyRotateSchema,
   type createdKeySchema,
   type keyViewSchema,
@@ -44,6 +46,8 @@ export type CreatedKey = z.infer<typeof createdKeySchema>;
 export interface AdminServiceOptions {
   store: KeyStore;
   tiers: ReadonlySet<string>;
+  /** The configured routes, which scopes must name (any route prefix is accepted when absent). */
+  routes?: readonly ScopeRoute[];
   maxActiveKeys: number;
   rotationAgeDays: number;
   /** Every audit event also goes here (a structured log line). */
@@ -69,6 +73,8 @@ export class AdminService {
     if (!parsed.ok) return parsed;
     const v = parsed.value;
     if (!this.opts.tiers.has(v.tier)) return badTier(v.tier, this.opts.tiers);
+    const scopeFailure = this.checkScopes(v.scopes);
+    if (scopeFailure) return scopeFailure;
     const at = isoSeconds(this.now());
     const company: Company = {
       id: v.id,
@@ -78,6 +84,8 @@ export class AdminService {
       apiAccess: v.apiAccess,
       createdAt: at,
       updatedAt: at,
+      scopes: v.scopes ?? null,
+      limits: v.limits ?? null,
     };
     const created = await this.write(() => this.opts.store.createCompany(company));
     if (!created.ok) return created;
@@ -86,7 +94,13 @@ export class AdminService {
       event: 'company.created',
       companyId: company.id,
       actor,
-      details: { tier: company.tier, status: company.status, apiAccess: company.apiAccess },
+      details: {
+        tier: company.tier,
+        status: company.status,
+        apiAccess: company.apiAccess,
+        ...(company.scopes ? { scopes: company.scopes } : {}),
+        ...(company.limits ? { limits: company.limits } : {}),
+      },
     });
     return { ok: true, value: company };
   }
@@ -105,6 +119,8 @@ export class AdminService {
     if (!parsed.ok) return parsed;
     if (parsed.value.tier !== undefined && !this.opts.tiers.has(parsed.value.tier))
       return badTier(parsed.value.tier, this.opts.tiers);
+    const scopeFailure = this.checkScopes(parsed.value.scopes);
+    if (scopeFailure) return scopeFailure;
     // One atomic store write of the patched fields; no read before it (a read-merge-write lost
     // concurrent changes). The audit diff comes from that same write, so it cannot misreport.
     const updated = await this.write(() =>
@@ -113,10 +129,7 @@ export class AdminService {
     if (!updated.ok) return updated;
     if (!updated.value) return notFound('company', id);
     const { before, after } = updated.value;
-    const changes: Record<string, unknown> = {};
-    for (const k of Object.keys(parsed.value) as (keyof typeof parsed.value)[]) {
-      if (before[k] !== after[k]) changes[k] = { from: before[k], to: after[k] };
-    }
+    const changes = diff(parsed.value, before, after);
     // Audited as soon as it is stored: a publish that fails afterwards does not hide the change.
     await this.audit({ event: 'company.updated', companyId: id, actor, details: changes });
     await this.opts.store.publish({ kind: 'company', id });
@@ -236,6 +249,34 @@ export class AdminService {
     return { ok: true, value: { ...created.value, replaces: keyId, oldKeyRevokesAt } };
   }
 
+  /**
+   * Sets a key's own scopes (they narrow the company's: a request must pass both) and windows (on
+   * top of the company's). One atomic write of the given fields; audited with before and after;
+   * published, so every instance applies it within the invalidation delay.
+   */
+  async updateKey(keyId: string, input: unknown, actor = 'admin'): Promise<AdminResult<KeyView>> {
+    const parsed = parse(keyPatchSchema, input);
+    if (!parsed.ok) return parsed;
+    const scopeFailure = this.checkScopes(parsed.value.scopes);
+    if (scopeFailure) return scopeFailure;
+    const before = await this.opts.store.getKey(keyId);
+    if (!before) return notFound('key', keyId);
+    const updated = await this.write(() => this.opts.store.updateKey(keyId, parsed.value));
+    if (!updated.ok) return updated;
+    const after = updated.value;
+    if (!after) return notFound('key', keyId);
+    await this.audit({
+      event: 'key.updated',
+      companyId: after.companyId,
+      keyId,
+      keyPrefix: after.prefix,
+      actor,
+      details: diff(parsed.value, before, after),
+    });
+    await this.opts.store.publish({ kind: 'key', hash: after.hash });
+    return { ok: true, value: this.view(after, this.now()) };
+  }
+
   /** A valid key was seen in a URL: flag it, and revoke it when the policy says so. */
   async markExposed(key: KeyRecord, revoke: boolean): Promise<void> {
     const at = isoSeconds(this.now());
@@ -312,6 +353,15 @@ export class AdminService {
     };
   }
 
+  /** Scopes must name configured routes and methods they forward (when the routes are known). */
+  private checkScopes(scopes: KeyRecord['scopes'] | undefined): AdminFailure | null {
+    if (!scopes || !this.opts.routes) return null;
+    const problems = findScopeProblems(scopes, this.opts.routes);
+    return problems.length
+      ? fail('ADMIN_INVALID_REQUEST', problems.map((p) => `scopes.${p}`).join('; '))
+      : null;
+  }
+
   private view(k: KeyRecord, now: number): KeyView {
     // An unparseable stored time counts as passed (fail closed), as in isKeyActive.
     const revoked = hasPassed(k.revokedAt, now);
@@ -330,6 +380,8 @@ export class AdminService {
       revokedAt: k.revokedAt,
       exposedAt: k.exposedAt,
       rotatedTo: k.rotatedTo,
+      scopes: k.scopes,
+      limits: k.limits,
       rotationDue:
         status !== 'revoked' &&
         status !== 'expired' &&
@@ -345,6 +397,16 @@ export class AdminService {
       throw err;
     }
   }
+}
+
+/** The fields of `patch` whose value a write changed, as `{ from, to }` (compared by value). */
+function diff<T extends object>(patch: object, before: T, after: T): Record<string, unknown> {
+  const changes: Record<string, unknown> = {};
+  for (const k of Object.keys(patch) as (keyof T)[]) {
+    if (JSON.stringify(before[k]) !== JSON.stringify(after[k]))
+      changes[k as string] = { from: before[k], to: after[k] };
+  }
+  return changes;
 }
 
 function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z.infer<T>> {

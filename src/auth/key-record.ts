@@ -51,6 +51,8 @@ export function createKeyRecord(input: NewKeyInput): NewKey {
       lastUsedAt: null,
       exposedAt: null,
       rotatedTo: null,
+      scopes: null,
+      limits: null,
     },
   };
 }

@@ -1,5 +1,6 @@
 import { METHODS } from 'node:http';
 import { z } from 'zod';
+import { MAX_WINDOW_SECONDS, windowListSchema } from './limits.js';
 
 /** Header names are compared case-insensitively and `_`/`-` alike, so they are stored normalised. */
 const headerName = z
@@ -19,13 +20,39 @@ const redisUrl = z
 
 const ms = (def: number) => z.coerce.number().int().min(1).max(3_600_000).default(def);
 
-export const tierSchema = z.object({
-  name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'must be lowercase letters, digits, _ or -'),
-  /** Requests allowed per window. */
-  points: z.coerce.number().int().min(1),
-  /** Window length in seconds. */
-  duration: z.coerce.number().int().min(1).max(86_400),
-});
+/**
+ * A rate-limit tier: a list of `windows` (each `points` per `duration` seconds, all enforced), or
+ * the shorthand `points` + `duration` for one window. Parsed into `{ name, windows }`.
+ */
+export const tierSchema = z
+  .object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'must be lowercase letters, digits, _ or -'),
+    /** Requests allowed per window (shorthand for one window). */
+    points: z.coerce.number().int().min(1).optional(),
+    /** Window length in seconds (shorthand for one window). */
+    duration: z.coerce.number().int().min(1).max(MAX_WINDOW_SECONDS).optional(),
+    windows: windowListSchema.optional(),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    const short = t.points !== undefined || t.duration !== undefined;
+    if (short && t.windows)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['windows'],
+        message: 'give windows, or points and duration, not both',
+      });
+    else if (!t.windows && (t.points === undefined || t.duration === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['windows'],
+        message: 'give windows, or both points and duration',
+      });
+  })
+  .transform((t) => ({
+    name: t.name,
+    windows: t.windows ?? [{ points: t.points ?? 1, duration: t.duration ?? 1 }],
+  }));
 
 export const routeSchema = z.object({
   prefix: z
@@ -379,7 +406,7 @@ export const configSchema = z
 export type GatewayConfig = z.infer<typeof configSchema>;
 /** What a config file may contain before defaults (for `validateConfig`). */
 export type ConfigInput = z.input<typeof configSchema>;
-/** A rate-limit tier: `points` requests per `duration` seconds. */
+/** A rate-limit tier: its windows, all enforced. */
 export type Tier = z.infer<typeof tierSchema>;
 /** A protected route: path prefix, upstream target and its options. */
 export type Route = z.infer<typeof routeSchema>;

@@ -21,6 +21,7 @@ import { createMessageGuard } from './steps/message-guard.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
 import { createRateLimit } from './steps/rate-limit.js';
+import { createScopeCheck } from './steps/scope-check.js';
 import { createRequestContext } from './steps/request-context.js';
 import { createRouteMatch } from './steps/route-match.js';
 import { createSecurityHeaders, securityHeaderSet } from './steps/security-headers.js';
@@ -122,6 +123,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
         onKeyExpired: deps.onKeyExpired,
         ...tracing,
       }),
+      createScopeCheck({ metrics }),
       createRateLimit({
         limiter: deps.limiter,
         metrics,

@@ -14,6 +14,8 @@ export interface GatewayMetrics {
   storeErrors: Counter<'op'>;
   cache: Counter<'kind' | 'result'>;
   limiterFallback: Counter<'policy'>;
+  /** Requests refused by a scope: by route prefix and whose scope (`company` or `key`). */
+  scopeDenied: Counter<'route' | 'reason'>;
   inflight: Gauge;
 }
 
@@ -74,6 +76,12 @@ export function createMetrics(opts: { processMetrics: boolean } = { processMetri
       name: 'gateway_rate_limiter_fallback_total',
       help: 'Requests decided by the failure policy while the shared limiter was unreachable',
       labelNames: ['policy'],
+      registers,
+    }),
+    scopeDenied: new Counter({
+      name: 'gateway_scope_denied_total',
+      help: 'Requests refused with 403 SCOPE_DENIED, by route prefix and whose scope refused (company or key)',
+      labelNames: ['route', 'reason'],
       registers,
     }),
     inflight: new Gauge({ name: 'gateway_inflight_requests', help: 'Requests being served', registers }),

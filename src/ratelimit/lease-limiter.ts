@@ -2,65 +2,95 @@ import { performance } from 'node:perf_hooks';
 import type { RedisClient } from '../redis/connection.js';
 
 /**
- * Takes a lease from the window counter `KEYS[1]`: `points` per window of `duration` s, a lease of
- * `floor(free / divisor)` clamped to [1, maxLease] while quota is left, else 0. The counter is the one
- * rate-limiter-flexible's RateLimiterRedis keeps (same key, `SET NX EX` then `INCRBY`), so both can
- * count the same window during a rolling upgrade; it is only incremented by what is granted, so the
- * sum of all grants in a window never exceeds `points`. Returns {grant, used after the grant, PTTL,
- * window end in Redis's clock (ms)}; the end identifies the window for a later release.
+ * Takes one lease from every window counter of a subject at once (KEYS = the counters; ARGV = max
+ * lease, divisor, carry, then points, duration and previous end per window). Each window grants
+ * `floor(free / divisor)` clamped to [1, max lease] while it has quota; the lease is the smallest
+ * of those, taken from every window, or 0 from all of them when any window is full: a request
+ * refused by one window consumes none of the others. Before taking, `carry` unused points of the
+ * previous lease go back to each window that is still the one they came from (same end, ±2 ms):
+ * a lease ends with its shortest window, and its rest was counted in the longer ones too.
+ * Counters are the ones RateLimiterRedis keeps (`SET NX EX` then `INCRBY`); they only grow by what
+ * is granted, so the grants in any window never sum over its `points`. Returns {grant, index of the
+ * refusing window (the full one that resets last; 0 = none), then used, PTTL and end (Redis clock,
+ * ms) per window}.
  */
 const TAKE_LUA = `
-local points = tonumber(ARGV[1])
-redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
-local used = tonumber(redis.call('get', KEYS[1]))
-local ttl = redis.call('pttl', KEYS[1])
-if ttl < 0 then
-  redis.call('expire', KEYS[1], ARGV[2])
-  ttl = 1000 * tonumber(ARGV[2])
-end
-local grant = 0
-local free = points - used
-if free > 0 then
-  grant = math.floor(free / tonumber(ARGV[4]))
-  if grant > tonumber(ARGV[3]) then grant = tonumber(ARGV[3]) end
-  if grant < 1 then grant = 1 end
-  used = redis.call('incrby', KEYS[1], grant)
-end
+local max, div, carry = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local t = redis.call('time')
-return {grant, used, ttl, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl}
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local used, ttl = {}, {}
+local grant, refuse = max, 0
+for i = 1, #KEYS do
+  local points, dur, prev = tonumber(ARGV[3 * i + 1]), ARGV[3 * i + 2], tonumber(ARGV[3 * i + 3])
+  redis.call('set', KEYS[i], 0, 'EX', dur, 'NX')
+  local u = tonumber(redis.call('get', KEYS[i]))
+  local p = redis.call('pttl', KEYS[i])
+  if p < 0 then
+    redis.call('expire', KEYS[i], dur)
+    p = 1000 * tonumber(dur)
+  end
+  if carry > 0 and prev > 0 and math.abs(now + p - prev) <= 2 then
+    local back = math.min(carry, u)
+    if back > 0 then u = redis.call('decrby', KEYS[i], back) end
+  end
+  used[i], ttl[i] = u, p
+  local free = points - u
+  if free <= 0 then
+    if refuse == 0 or p > ttl[refuse] then refuse = i end
+  else
+    local g = math.floor(free / div)
+    if g > max then g = max end
+    if g < 1 then g = 1 end
+    if g < grant then grant = g end
+  end
+end
+if refuse > 0 then grant = 0 end
+local out = {grant, refuse}
+for i = 1, #KEYS do
+  if grant > 0 then used[i] = redis.call('incrby', KEYS[i], grant) end
+  out[#out + 1] = used[i]
+  out[#out + 1] = ttl[i]
+  out[#out + 1] = now + ttl[i]
+end
+return out
 `;
 
 /**
- * Gives `ARGV[1]` unused points back to the window counter, only if it is still the window the lease
- * came from (same end, ±2 ms of PTTL rounding): giving them to a later window would let it exceed
- * its limit. Never below 0. Returns what was given back.
+ * Gives `ARGV[1]` unused points back to each counter (KEYS) whose window is still the one the lease
+ * came from (its end ARGV[i + 1], ±2 ms of PTTL rounding): giving them to a later window would let
+ * it exceed its limit. Never below 0.
  */
 const RELEASE_LUA = `
-local ttl = redis.call('pttl', KEYS[1])
-if ttl <= 0 then return 0 end
 local t = redis.call('time')
-local ends = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl
-if math.abs(ends - tonumber(ARGV[2])) > 2 then return 0 end
-local used = tonumber(redis.call('get', KEYS[1]) or '0')
-local n = math.min(tonumber(ARGV[1]), used)
-if n > 0 then redis.call('decrby', KEYS[1], n) end
-return n
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, #KEYS do
+  local ttl = redis.call('pttl', KEYS[i])
+  if ttl > 0 and math.abs(now + ttl - tonumber(ARGV[i + 1])) <= 2 then
+    local used = tonumber(redis.call('get', KEYS[i]) or '0')
+    local n = math.min(tonumber(ARGV[1]), used)
+    if n > 0 then redis.call('decrby', KEYS[i], n) end
+  end
+end
+return 1
 `;
 
 type LeaseRedis = RedisClient & {
-  gwLeaseTake(key: string, points: number, duration: number, max: number, divisor: number): Promise<number[]>;
-  gwLeaseRelease(key: string, amount: number, windowEnd: number): Promise<number>;
+  gwLeaseTakeN(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  gwLeaseReleaseN(numKeys: number, ...args: (string | number)[]): Promise<number>;
 };
 
-/** One tier's limit and the lease sizing (`rateLimit.lease`). */
+/** One window of a subject: its Redis counter key, `points` per `duration` seconds. */
+export interface LeaseWindow {
+  /** The counter's key. All windows of one subject must share a Cluster slot (a `{hash tag}`). */
+  key: string;
+  points: number;
+  /** Seconds (a fixed window starting at its first request, as RateLimiterRedis). */
+  duration: number;
+}
+
+/** The lease sizing (`rateLimit.lease`). */
 export interface LeaseLimiterOptions {
   redis: RedisClient;
-  /** Requests per window. */
-  points: number;
-  /** Window length, seconds (a fixed window starting at its first request, as RateLimiterRedis). */
-  duration: number;
-  /** Counter key prefix; the counter is `${keyPrefix}:${key}`. */
-  keyPrefix: string;
   /** Largest lease (≥ 1); 1 = one Redis call per request. */
   maxLease: number;
   /** A lease is at most 1/divisor of the quota left in Redis, so leases shrink to 1 near the end. */
@@ -69,39 +99,66 @@ export interface LeaseLimiterOptions {
   now?: () => number;
 }
 
-/** The answer for one request. `remaining` counts this instance's lease plus what Redis has left. */
+/** One window's state after a request: quota left (this instance's lease included) and time to reset. */
+export interface WindowState {
+  points: number;
+  duration: number;
+  remaining: number;
+  msBeforeReset: number;
+}
+
+/** The answer for one request: per window, in the order given; `refusedBy` = the refusing window's index, or -1. */
 export interface LeaseDecision {
   allowed: boolean;
-  remaining: number;
-  msBeforeNext: number;
+  windows: WindowState[];
+  refusedBy: number;
+}
+
+/** One window of the current lease. */
+interface LeasePart {
+  key: string;
+  points: number;
+  duration: number;
+  /** The counter after the last grant (all instances' grants). */
+  used: number;
+  /** Local monotonic time this window ends (conservative: measured from the request's send). */
+  localEnd: number;
+  /** The window's end in Redis's clock, for a give-back. */
+  redisEnd: number;
 }
 
 interface Lease {
   /** Points of the current lease not spent yet. */
   left: number;
-  /** The counter after the last grant (all instances' grants). */
-  used: number;
-  /** Local monotonic time the lease's window ends (conservative: measured from the request's send). */
+  /** Points of an ended lease, still counted in its longer windows: given back with the next take. */
+  carry: number;
+  parts: LeasePart[];
+  /** Local time the lease ends: its shortest window's end. */
   localEnd: number;
-  /** The window's end in Redis's clock, for the release. */
-  redisEnd: number;
-  /** Redis granted nothing in this window. */
-  exhausted: boolean;
+  /** Index of the window that refused, while it is full (until `refusedUntil`); else -1. */
+  refusedBy: number;
+  refusedUntil: number;
   pending: Promise<void> | null;
 }
 
 /**
- * A Redis-shared fixed-window limiter that takes quota in leases: one atomic Lua call grants a batch
- * of points, which the instance then spends locally with no round trip. It never admits more than
- * `points` per window across all instances (Redis only ever hands out what is left, and a lease dies
- * with its window). It may under-admit: when one instance is refused, others may still hold unused
- * lease points — at most `(instances − 1) × leaseSize(points)` per window (see bench/README.md).
- * Unused points go back to Redis on `close()`. Redis failures reject (the caller applies its failure
- * policy); a lease already held keeps serving while Redis is down.
+ * A Redis-shared fixed-window limiter over several windows per subject (e.g. 10/s, 600/min and a
+ * key's own 100/min) that takes quota in leases: one atomic Lua call grants a batch of points from
+ * every window at once, which the instance then spends locally with no round trip. It never admits
+ * more than `points` per window across all instances (Redis only ever hands out what is left in
+ * every window, and a lease dies with its shortest window). It may under-admit: when one instance
+ * is refused, others may still hold unused lease points — at most `(instances − 1) × leaseSize`
+ * per window, where the lease size is the smallest of the windows' (see bench/README.md). Unused
+ * points go back to Redis on `close()`, and to the longer windows when the shortest one ends.
+ * Redis failures reject (the caller applies its failure policy); a lease already held keeps
+ * serving while Redis is down.
  *
  * @example
- * const l = new LeaseLimiter({ redis, points: 600, duration: 60, keyPrefix: 'rl:standard', maxLease: 100, divisor: 64 });
- * const d = await l.consume('acme');
+ * const l = new LeaseLimiter({ redis, maxLease: 100, divisor: 64 });
+ * const d = await l.consume('acme', [
+ *   { key: 'rl:{acme}:c1', points: 10, duration: 1 },
+ *   { key: 'rl:{acme}:c60', points: 600, duration: 60 },
+ * ]);
  */
 export class LeaseLimiter {
   private readonly leases = new Map<string, Lease>();
@@ -117,31 +174,39 @@ export class LeaseLimiter {
     this.now = opts.now ?? (() => performance.now());
     const redis = opts.redis as LeaseRedis;
     // defineCommand: EVALSHA, falling back to EVAL once per connection (and per Cluster node).
-    if (typeof redis.gwLeaseTake !== 'function') {
-      redis.defineCommand('gwLeaseTake', { numberOfKeys: 1, lua: TAKE_LUA });
-      redis.defineCommand('gwLeaseRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
+    if (typeof redis.gwLeaseTakeN !== 'function') {
+      redis.defineCommand('gwLeaseTakeN', { lua: TAKE_LUA });
+      redis.defineCommand('gwLeaseReleaseN', { lua: RELEASE_LUA });
     }
     this.redis = redis;
   }
 
-  /** The largest lease this limiter takes: the under-admission bound per other instance and window. */
+  /** The largest lease for one window: the under-admission bound per other instance and window. */
   static leaseSize(points: number, maxLease: number, divisor: number): number {
     return Math.max(1, Math.min(maxLease, Math.floor(points / divisor)));
   }
 
-  /** Counts one request for `key`; rejects only when Redis must be asked and fails. */
-  async consume(key: string): Promise<LeaseDecision> {
+  /**
+   * Counts one request of `subject` against every window in `windows` (at least one); rejects only
+   * when Redis must be asked and fails. A subject's windows may change between calls (a new limit):
+   * the lease then starts again.
+   */
+  async consume(subject: string, windows: readonly LeaseWindow[]): Promise<LeaseDecision> {
+    if (windows.length === 0) throw new TypeError('at least one window is needed');
     for (;;) {
-      const lease = this.leaseOf(key);
+      const lease = this.leaseOf(subject, windows);
       const now = this.now();
-      if (now >= lease.localEnd) Object.assign(lease, { left: 0, exhausted: false });
-      if (lease.left > 0) {
+      if (now >= lease.localEnd && lease.left > 0) {
+        lease.carry += lease.left;
+        lease.left = 0;
+      }
+      if (lease.refusedBy >= 0 && now < lease.refusedUntil) return this.decision(lease, false, now);
+      if (lease.left > 0 && now < lease.localEnd) {
         lease.left--;
         return this.decision(lease, true, now);
       }
-      if (lease.exhausted) return this.decision(lease, false, now);
-      // One Redis call per key at a time: concurrent requests share the lease it brings.
-      lease.pending ??= this.take(key, lease).finally(() => (lease.pending = null));
+      // One Redis call per subject at a time: concurrent requests share the lease it brings.
+      lease.pending ??= this.take(lease).finally(() => (lease.pending = null));
       await lease.pending;
     }
   }
@@ -152,64 +217,103 @@ export class LeaseLimiter {
     this.closed = true;
     const now = this.now();
     const releases: Promise<unknown>[] = [];
-    for (const [key, lease] of this.leases) {
-      const left = lease.left;
+    for (const lease of this.leases.values()) {
+      const live = lease.parts.filter((p) => now < p.localEnd);
+      const left = now < lease.localEnd ? lease.left : lease.carry + lease.left;
       // Spent nowhere once it is given back: zero it before the call.
       lease.left = 0;
-      if (left > 0 && now < lease.localEnd) {
-        releases.push(this.redis.gwLeaseRelease(this.counterKey(key), left, lease.redisEnd));
+      lease.carry = 0;
+      if (left > 0 && live.length > 0) {
+        releases.push(
+          this.redis.gwLeaseReleaseN(
+            live.length,
+            ...live.map((p) => p.key),
+            left,
+            ...live.map((p) => p.redisEnd),
+          ),
+        );
       }
     }
     await Promise.allSettled(releases);
   }
 
-  private counterKey(key: string): string {
-    return `${this.opts.keyPrefix}:${key}`;
-  }
-
-  private leaseOf(key: string): Lease {
-    let lease = this.leases.get(key);
+  private leaseOf(subject: string, windows: readonly LeaseWindow[]): Lease {
+    let lease = this.leases.get(subject);
+    if (lease && !sameWindows(lease.parts, windows)) {
+      // A new limit: its windows start from what Redis says; the old lease is dropped.
+      this.leases.delete(subject);
+      lease = undefined;
+    }
     if (!lease) {
       if (this.leases.size >= 10_000) this.sweep();
-      lease = { left: 0, used: 0, localEnd: 0, redisEnd: 0, exhausted: false, pending: null };
-      this.leases.set(key, lease);
+      lease = {
+        left: 0,
+        carry: 0,
+        parts: windows.map((w) => ({ ...w, used: 0, localEnd: 0, redisEnd: 0 })),
+        localEnd: 0,
+        refusedBy: -1,
+        refusedUntil: 0,
+        pending: null,
+      };
+      this.leases.set(subject, lease);
     }
     return lease;
   }
 
-  /** Drops leases of past windows (nothing to spend or give back). */
+  /** Drops leases whose every window has passed (nothing to spend or give back). */
   private sweep(): void {
     const now = this.now();
-    for (const [key, lease] of this.leases)
-      if (now >= lease.localEnd && !lease.pending) this.leases.delete(key);
+    for (const [subject, lease] of this.leases)
+      if (!lease.pending && lease.parts.every((p) => now >= p.localEnd)) this.leases.delete(subject);
   }
 
-  private async take(key: string, lease: Lease): Promise<void> {
+  private async take(lease: Lease): Promise<void> {
     if (this.redis.status !== 'ready') throw new Error(`Redis is not ready (${this.redis.status})`);
     const sentAt = this.now();
-    const { points, duration, divisor } = this.opts;
     const max = this.closed ? 1 : this.opts.maxLease;
-    const [grant, used, ttl, redisEnd] = await this.redis.gwLeaseTake(
-      this.counterKey(key),
-      points,
-      duration,
-      max,
-      divisor,
-    );
-    // The window ended `ttl` after the script ran, which was after `sentAt`: ending the lease at
-    // sentAt + ttl never spends it in the next window.
-    lease.localEnd = sentAt + Number(ttl);
-    lease.redisEnd = Number(redisEnd);
-    lease.used = Number(used);
-    lease.left = Number(grant);
-    lease.exhausted = lease.left === 0;
+    const carry = lease.carry;
+    const args: (string | number)[] = lease.parts.map((p) => p.key);
+    args.push(max, this.opts.divisor, carry);
+    for (const p of lease.parts) args.push(p.points, p.duration, p.redisEnd);
+    const r = (await this.redis.gwLeaseTakeN(lease.parts.length, ...args)).map(Number);
+    // Given back (or its windows are gone): either way it is not ours any more.
+    lease.carry -= carry;
+    lease.parts.forEach((p, i) => {
+      p.used = r[2 + 3 * i]!;
+      // The window ended `ttl` after the script ran, which was after `sentAt`: ending the lease at
+      // sentAt + ttl never spends it in the next window.
+      p.localEnd = sentAt + r[3 + 3 * i]!;
+      p.redisEnd = r[4 + 3 * i]!;
+    });
+    lease.localEnd = Math.min(...lease.parts.map((p) => p.localEnd));
+    lease.left = r[0]!;
+    lease.refusedBy = r[1]! - 1;
+    lease.refusedUntil = lease.refusedBy >= 0 ? lease.parts[lease.refusedBy]!.localEnd : 0;
   }
 
   private decision(lease: Lease, allowed: boolean, now: number): LeaseDecision {
     return {
       allowed,
-      remaining: Math.max(0, this.opts.points - lease.used) + lease.left,
-      msBeforeNext: Math.max(0, lease.localEnd - now),
+      refusedBy: allowed ? -1 : lease.refusedBy,
+      windows: lease.parts.map((p, i) => ({
+        points: p.points,
+        duration: p.duration,
+        remaining:
+          !allowed && i === lease.refusedBy
+            ? 0
+            : Math.max(0, p.points - p.used) + (now < lease.localEnd ? lease.left : 0),
+        msBeforeReset: Math.max(0, p.localEnd - now),
+      })),
     };
   }
+}
+
+function sameWindows(parts: readonly LeasePart[], windows: readonly LeaseWindow[]): boolean {
+  return (
+    parts.length === windows.length &&
+    parts.every((p, i) => {
+      const w = windows[i]!;
+      return p.key === w.key && p.points === w.points && p.duration === w.duration;
+    })
+  );
 }

@@ -1,26 +1,58 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { LRUCache } from 'lru-cache';
 import type { Tier } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
-import { LeaseLimiter } from './lease-limiter.js';
+import { LeaseLimiter, type LeaseDecision, type LeaseWindow } from './lease-limiter.js';
+import { MemoryWindowLimiter } from './memory-windows.js';
 
 /** What the limiter does while Redis fails (`rateLimit.failurePolicy`). */
 export type FailurePolicy = 'insurance' | 'open' | 'closed';
 
-/** The limiter's answer for one request; `source` says which limiter counted it. */
+/** One window: `points` requests per `duration` seconds (the store's `RateWindow`). */
+export interface LimitWindow {
+  points: number;
+  duration: number;
+}
+
+/** One window's state after a request, as the `RateLimit-*` headers report it. */
+export interface WindowDecision extends LimitWindow {
+  /** Whose window it is: the company's (its tier's or its own) or the key's own. */
+  owner: 'company' | 'key';
+  remaining: number;
+  /** Seconds until this window resets (≥ 1). */
+  resetSeconds: number;
+}
+
+/**
+ * The limiter's answer for one request; `source` says which limiter counted it. `limit`,
+ * `remaining` and `resetSeconds` are those of the window that refused, else of the window closest
+ * to exhaustion (fewest requests left; of equals, the one that resets last); `windows` lists all.
+ */
 export interface RateDecision {
   allowed: boolean;
   limit: number;
   remaining: number;
-  /** Seconds until the window resets. */
+  /** Seconds until the reported window resets. */
   resetSeconds: number;
   source: 'primary' | 'insurance' | 'open';
+  windows: WindowDecision[];
+}
+
+/** Whose quota a request spends: the company (its own limits, else its tier's), and its key's own limits. */
+export interface LimitSubject {
+  companyId: string;
+  tier: string;
+  /** The company's own windows; `null`/absent = the tier's. */
+  companyLimits?: readonly LimitWindow[] | null;
+  keyId?: string;
+  /** The key's own windows, enforced on top of the company's; `null`/absent = none. */
+  keyLimits?: readonly LimitWindow[] | null;
 }
 
 /** The tier table, the shared Redis (optional) and the failure policy. */
 export interface TierLimiterOptions {
-  tiers: readonly Tier[];
+  /** Tiers as the config parses them (`windows`), or in the one-window shorthand. */
+  tiers: readonly (Tier | { name: string; points: number; duration: number })[];
   /** When given, counts are shared by every instance through Redis (exact across instances). */
   redis?: RedisClient;
   keyPrefix: string;
@@ -33,115 +65,139 @@ export interface TierLimiterOptions {
   lease?: { maxSize: number; divisor: number };
 }
 
-interface TierLimiters {
-  tier: Tier;
-  /** With Redis: the shared lease limiter; else null and `memory` counts. */
-  shared: LeaseLimiter | null;
-  memory: RateLimiterMemory;
-  insurance: RateLimiterMemory;
+/** A window with its owner and counter name. */
+interface SubjectWindow extends LeaseWindow {
+  owner: 'company' | 'key';
 }
 
 /**
- * Per-company limits by tier. With Redis, counts are shared through leases (`LeaseLimiter`): one
- * atomic Lua call takes a batch of quota that the instance spends locally, so most requests cost no
- * round trip; never over the limit, under-admission bounded (bench/README.md). Without Redis,
- * rate-limiter-flexible counts in memory. When Redis fails the configured policy applies:
- * `insurance` counts in process memory (per instance), `open` lets requests through, `closed`
- * refuses them with 503. Recovery is automatic: the next request tries Redis again.
+ * The limiter that counts while Redis fails (policy `insurance`): per instance, in memory, over
+ * the same windows. Kept in one function so its sizing has one home.
+ */
+export function createInsuranceLimiter(): MemoryWindowLimiter {
+  return new MemoryWindowLimiter();
+}
+
+/**
+ * Per-company (and per-key) limits over one or more windows. A company's windows are its own
+ * `limits`, else its tier's; a key's own windows are enforced on top (so a key is never wider).
+ * A request is counted against all of them at once, or against none when any is full. With
+ * Redis, counts are shared through leases (`LeaseLimiter`): one atomic Lua call takes a batch of
+ * quota from every window, which the instance spends locally, so most requests cost no round trip;
+ * never over a limit, under-admission bounded (bench/README.md). Without Redis, the windows are
+ * counted in memory (`MemoryWindowLimiter`), just as atomically. When Redis fails the configured
+ * policy applies: `insurance` counts in process memory (per instance), `open` lets requests
+ * through, `closed` refuses them with 503. Recovery is automatic: the next request tries Redis again.
  */
 export class TierRateLimiter {
-  private readonly byTier = new Map<string, TierLimiters>();
+  private readonly tiers = new Map<string, Tier>();
+  private readonly shared: LeaseLimiter | null;
+  private readonly memory = new MemoryWindowLimiter();
+  private readonly insurance = createInsuranceLimiter();
 
   constructor(private readonly opts: TierLimiterOptions) {
-    for (const tier of opts.tiers) {
-      const common = {
-        points: tier.points,
-        duration: tier.duration,
-        keyPrefix: `${opts.keyPrefix}rl:${tier.name}`,
-      };
-      const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
-      const shared = opts.redis
-        ? new LeaseLimiter({
-            redis: opts.redis,
-            points: tier.points,
-            duration: tier.duration,
-            keyPrefix: common.keyPrefix,
-            maxLease: lease.maxSize,
-            divisor: lease.divisor,
-          })
-        : null;
-      const memory = new RateLimiterMemory(common);
-      this.byTier.set(tier.name, { tier, shared, memory, insurance: new RateLimiterMemory(common) });
-    }
+    for (const t of opts.tiers)
+      this.tiers.set(
+        t.name,
+        'windows' in t ? t : { name: t.name, windows: [{ points: t.points, duration: t.duration }] },
+      );
+    const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
+    this.shared = opts.redis
+      ? new LeaseLimiter({ redis: opts.redis, maxLease: lease.maxSize, divisor: lease.divisor })
+      : null;
   }
 
   /**
-   * Counts one request for `companyId` against `tierName`. Resolves with the decision; rejects only
-   * with `GatewayError('RATE_LIMITER_UNAVAILABLE')` under the `closed` policy, or for an unknown
-   * tier (`INTERNAL`: the admin API refuses such tiers, so this is a bug or a shrunk tier table).
+   * Counts one request for `companyId` against its windows: `extra.companyLimits`, else the
+   * windows of `tierName`, plus `extra.keyLimits` of key `extra.keyId`. Resolves with the decision;
+   * rejects only with `GatewayError('RATE_LIMITER_UNAVAILABLE')` under the `closed` policy, or for
+   * an unknown tier without company limits (`INTERNAL`: the admin API refuses such tiers, so this
+   * is a bug or a shrunk tier table).
    */
-  async consume(companyId: string, tierName: string): Promise<RateDecision> {
-    const l = this.byTier.get(tierName);
-    if (!l) throw new GatewayError('INTERNAL', `tier "${tierName}" is not configured`);
+  async consume(
+    companyId: string,
+    tierName: string,
+    extra: Omit<LimitSubject, 'companyId' | 'tier'> = {},
+  ): Promise<RateDecision> {
+    const windows = this.windowsOf({ companyId, tier: tierName, ...extra });
+    const subject = extra.keyLimits?.length && extra.keyId ? `${companyId}\n${extra.keyId}` : companyId;
     try {
-      if (l.shared) {
-        const d = await l.shared.consume(companyId);
-        return {
-          allowed: d.allowed,
-          limit: l.tier.points,
-          remaining: d.remaining,
-          resetSeconds: Math.max(1, Math.ceil(d.msBeforeNext / 1000)),
-          source: 'primary',
-        };
-      }
-      return toDecision(l.tier, await l.memory.consume(companyId), true, 'primary');
-    } catch (res) {
-      if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'primary');
-      this.opts.onStoreError?.(res);
-      return this.fallback(l, companyId, res);
+      const d = this.shared
+        ? await this.shared.consume(subject, windows)
+        : this.memory.consume(windows, Date.now());
+      return toDecision(windows, d, 'primary');
+    } catch (err) {
+      this.opts.onStoreError?.(err);
+      return this.fallback(windows, err);
     }
   }
 
   /** Gives unused leased quota back to Redis (on shutdown, before the Redis client closes). */
   async close(): Promise<void> {
-    await Promise.all([...this.byTier.values()].map((l) => l.shared?.close()));
+    await this.shared?.close();
   }
 
-  private async fallback(l: TierLimiters, companyId: string, cause: unknown): Promise<RateDecision> {
+  private windowsOf(s: LimitSubject): SubjectWindow[] {
+    let company = s.companyLimits?.length ? s.companyLimits : null;
+    if (!company) {
+      const tier = this.tiers.get(s.tier);
+      if (!tier) throw new GatewayError('INTERNAL', `tier "${s.tier}" is not configured`);
+      company = tier.windows;
+    }
+    // One hash tag per company: all counters of a request live in one Cluster slot, so one script
+    // can check and count them all. A counter is named by its window length (unique per list).
+    const base = `${this.opts.keyPrefix}rl:{${s.companyId}}:`;
+    const out: SubjectWindow[] = company.map((w) => ({
+      ...w,
+      owner: 'company' as const,
+      key: `${base}c${w.duration}`,
+    }));
+    if (s.keyId && s.keyLimits?.length)
+      for (const w of s.keyLimits) out.push({ ...w, owner: 'key', key: `${base}k:${s.keyId}:${w.duration}` });
+    return out;
+  }
+
+  private fallback(windows: SubjectWindow[], cause: unknown): RateDecision {
     switch (this.opts.failurePolicy) {
-      case 'open':
-        return {
-          allowed: true,
-          limit: l.tier.points,
-          remaining: l.tier.points,
-          resetSeconds: l.tier.duration,
-          source: 'open',
-        };
+      case 'open': {
+        const all = windows.map((w) => ({ ...w, remaining: w.points, msBeforeReset: w.duration * 1000 }));
+        return toDecision(windows, { allowed: true, refusedBy: -1, windows: all }, 'open');
+      }
       case 'closed':
         throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause });
       case 'insurance':
-        try {
-          return toDecision(l.tier, await l.insurance.consume(companyId), true, 'insurance');
-        } catch (res) {
-          if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'insurance');
-          throw res;
-        }
+        return toDecision(windows, this.insurance.consume(windows, Date.now()), 'insurance');
     }
   }
 }
 
 function toDecision(
-  tier: Tier,
-  res: RateLimiterRes,
-  allowed: boolean,
+  windows: SubjectWindow[],
+  d: LeaseDecision,
   source: RateDecision['source'],
 ): RateDecision {
+  const all: WindowDecision[] = d.windows.map((w, i) => ({
+    points: w.points,
+    duration: w.duration,
+    owner: windows[i]!.owner,
+    remaining: w.remaining,
+    resetSeconds: Math.max(1, Math.ceil(w.msBeforeReset / 1000)),
+  }));
+  let shown = d.refusedBy >= 0 ? all[d.refusedBy]! : all[0]!;
+  if (d.refusedBy < 0)
+    for (const w of all)
+      if (
+        w.remaining < shown.remaining ||
+        (w.remaining === shown.remaining && w.resetSeconds > shown.resetSeconds)
+      )
+        shown = w;
   return {
-    allowed,
-    limit: tier.points,
-    remaining: Math.max(0, res.remainingPoints),
-    resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+    allowed: d.allowed,
+    limit: shown.points,
+    remaining: shown.remaining,
+    resetSeconds: shown.resetSeconds,
     source,
+    windows: all,
   };
 }
 

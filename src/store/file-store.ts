@@ -1,6 +1,7 @@
 import { readFileSync, stat, statSync, type Stats } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import { findScopeProblems, scopeListSchema, windowListSchema, type ScopeRoute } from '../config/limits.js';
 import { MemoryKeyStore } from './memory-store.js';
 import { maskKeyMaterial } from '../redact.js';
 import { INSTANT_MESSAGE, isoSeconds, parseInstant } from '../time.js';
@@ -41,6 +42,8 @@ const fileKeySchema = z
     createdAt: timestamp.optional(),
     expiresAt: timestamp.optional(),
     revokedAt: timestamp.optional(),
+    scopes: scopeListSchema.optional(),
+    limits: windowListSchema.nullable().optional(),
   })
   .strict();
 
@@ -51,6 +54,8 @@ const fileCompanySchema = z
     tier: z.string().min(1),
     status: z.enum(['active', 'pending', 'suspended']).default('active'),
     apiAccess: z.boolean().default(true),
+    scopes: scopeListSchema.optional(),
+    limits: windowListSchema.nullable().optional(),
     keys: z.array(fileKeySchema).default([]),
   })
   .strict();
@@ -66,8 +71,10 @@ const NO_COMPANIES = 'write `companies: []` to declare no companies';
 
 /**
  * Parses the declarative key file. Every problem is listed at once, with its path: YAML errors,
- * shape and schema issues, unknown tiers and duplicate ids or hashes; nothing is applied when any
- * is found. A problem never quotes a hash or a key.
+ * shape and schema issues, unknown tiers, duplicate ids or hashes, and scopes that name a route
+ * not in `knownRoutes` (when given) or a method it does not forward; nothing is applied when any
+ * is found. A problem never quotes a hash or a key. Companies and keys may carry `scopes` (absent
+ * or null = every route) and `limits` (windows; absent or null = the tier's, or none for a key).
  *
  * An empty (or whitespace- or comment-only) file, a top level that is not a mapping, a missing
  * `companies` key and `companies:` without a value are broken, not "no companies": that is what a
@@ -77,7 +84,11 @@ const NO_COMPANIES = 'write `companies: []` to declare no companies';
  * its last good content cut short, and only an atomic replace (write, then rename) rules out a
  * cut copy of new content.
  */
-export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): FileParseResult {
+export function parseKeyFile(
+  text: string,
+  knownTiers: ReadonlySet<string>,
+  knownRoutes?: readonly ScopeRoute[],
+): FileParseResult {
   const doc = parseDocument(text, { strict: true, uniqueKeys: true });
   // Only the first line of a YAML error: the rest is an excerpt of the file.
   const problems = doc.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`);
@@ -92,8 +103,10 @@ export function parseKeyFile(text: string, knownTiers: ReadonlySet<string>): Fil
   let data: z.infer<typeof fileSchema> | null = null;
   if (shape.length === 0) {
     const parsed = fileSchema.safeParse(raw);
-    if (parsed.success) data = parsed.data;
-    else
+    if (parsed.success) {
+      data = parsed.data;
+      if (knownRoutes) problems.push(...checkScopes(data, knownRoutes));
+    } else
       problems.push(...parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`));
     problems.push(...checkReferences((raw as { companies: unknown }).companies, knownTiers));
   }
@@ -148,6 +161,19 @@ function checkReferences(companies: unknown, knownTiers: ReadonlySet<string>): s
   return problems;
 }
 
+/** Scopes against the configured routes, named by position. */
+function checkScopes(data: z.infer<typeof fileSchema>, routes: readonly ScopeRoute[]): string[] {
+  const problems: string[] = [];
+  data.companies.forEach((c, ci) => {
+    for (const p of findScopeProblems(c.scopes ?? [], routes)) problems.push(`companies.${ci}.scopes.${p}`);
+    c.keys.forEach((k, ki) => {
+      for (const p of findScopeProblems(k.scopes ?? [], routes))
+        problems.push(`companies.${ci}.keys.${ki}.scopes.${p}`);
+    });
+  });
+  return problems;
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -166,6 +192,8 @@ function toRecords(data: z.infer<typeof fileSchema>): { companies: Company[]; ke
       apiAccess: c.apiAccess,
       createdAt: epoch,
       updatedAt: epoch,
+      scopes: c.scopes ?? null,
+      limits: c.limits ?? null,
     });
     for (const k of c.keys) {
       keys.push({
@@ -181,6 +209,8 @@ function toRecords(data: z.infer<typeof fileSchema>): { companies: Company[]; ke
         lastUsedAt: null,
         exposedAt: null,
         rotatedTo: null,
+        scopes: k.scopes ?? null,
+        limits: k.limits ?? null,
       });
     }
   }
@@ -209,6 +239,8 @@ export type FileReloadResult =
 export interface FileKeyStoreOptions {
   path: string;
   knownTiers: ReadonlySet<string>;
+  /** The configured routes, which scopes must name (unchecked when absent). */
+  knownRoutes?: readonly ScopeRoute[];
   /** Poll interval for changes (Kubernetes swaps Secret/ConfigMap files through symlinks). */
   watchIntervalMs?: number;
   onReload?: (result: FileReloadResult) => void;
@@ -275,7 +307,7 @@ export class FileKeyStore implements KeyStore {
       this.seen = `missing:${(err as NodeJS.ErrnoException).code ?? ''}`;
       return { ok: false, problems: [`${this.opts.path}: ${(err as Error).message}`] };
     }
-    const parsed = parseKeyFile(text, this.opts.knownTiers);
+    const parsed = parseKeyFile(text, this.opts.knownTiers, this.opts.knownRoutes);
     if (!parsed.ok) return parsed;
     if (this.lastGood && isCutShort(text, this.lastGood.text)) {
       const loosened = findLoosened(this.lastGood, parsed);
@@ -357,7 +389,7 @@ const CUT_SHORT =
 /**
  * What a cut-short copy would loosen: a key that keeps its entry but loses (or postpones) its
  * `revokedAt` or `expiresAt`, a company that keeps its entry but becomes active or regains API
- * access. Entries that vanish altogether lose access (fail closed), so that alone is no reason to
+ * access, a company or key that loses its `scopes` or `limits`. Entries that vanish altogether lose access (fail closed), so that alone is no reason to
  * refuse: deleting the last key of the file is how an operator may remove it. Positions are named
  * by id, never by hash.
  */
@@ -376,6 +408,7 @@ function findLoosened(
       if (was !== null && (now === null || (parseInstant(now) ?? 0) > (parseInstant(was) ?? 0)))
         problems.push(`key ${k.id}: ${field} would be dropped or postponed`);
     }
+    problems.push(...droppedAccessRules(`key ${k.id}`, old, k));
   }
   const oldCompanies = new Map(before.companies.map((c) => [c.id, c]));
   for (const c of after.companies) {
@@ -384,8 +417,21 @@ function findLoosened(
     if (old.status !== 'active' && c.status === 'active')
       problems.push(`company ${c.id}: would become active`);
     if (!old.apiAccess && c.apiAccess) problems.push(`company ${c.id}: would regain API access`);
+    problems.push(...droppedAccessRules(`company ${c.id}`, old, c));
   }
   return problems;
+}
+
+/** Scopes or windows that a cut would drop (a dropped list means every route, or the tier's limits). */
+function droppedAccessRules(
+  who: string,
+  before: Pick<Company, 'scopes' | 'limits'>,
+  after: Pick<Company, 'scopes' | 'limits'>,
+): string[] {
+  const out: string[] = [];
+  if (before.scopes !== null && after.scopes === null) out.push(`${who}: scopes would be dropped`);
+  if (before.limits !== null && after.limits === null) out.push(`${who}: limits would be dropped`);
+  return out;
 }
 
 /**

@@ -68,6 +68,8 @@ export class MemoryKeyStore implements KeyStore {
     }
     if (patch.rotatedTo !== undefined) rec.rotatedTo = patch.rotatedTo;
     if (patch.label !== undefined) rec.label = patch.label;
+    if (patch.scopes !== undefined) rec.scopes = patch.scopes;
+    if (patch.limits !== undefined) rec.limits = patch.limits;
     return { ...rec };
   }
 

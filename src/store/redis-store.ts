@@ -118,6 +118,9 @@ const KEY_FIELDS = [
   'rotatedTo',
 ] as const;
 
+/** Fields held as JSON in a record's hash (`''` = null): scopes and windows. */
+const JSON_FIELDS: ReadonlySet<string> = new Set(['scopes', 'limits']);
+
 /**
  * The shared store behind the admin API. Layout (prefix `ng:` by default), one Redis key per
  * command so it works unchanged on Redis Cluster:
@@ -253,17 +256,14 @@ export class RedisKeyStore implements KeyStore {
 
   async createCompany(company: Company): Promise<boolean> {
     // One script: a reader never sees a company with only some of its fields.
-    const fields = Object.entries({ ...company, apiAccess: company.apiAccess ? '1' : '0' }).flat();
+    const fields = Object.entries(companyFields(company)).flat();
     if (!(await this.scripts.ngCreateCompany(this.prefix + 'c:' + company.id, ...fields))) return false;
     await this.client.sadd(this.prefix + 'companies', company.id);
     return true;
   }
 
   async updateCompany(id: string, patch: CompanyPatch, now: string): Promise<CompanyUpdate | null> {
-    const fields: string[] = [];
-    for (const [k, v] of Object.entries(patch)) {
-      if (v !== undefined) fields.push(k, k === 'apiAccess' ? (v ? '1' : '0') : String(v));
-    }
+    const fields = Object.entries(companyFields(patch)).flat();
     const r = await this.scripts.ngUpdateCompany(this.prefix + 'c:' + id, now, ...fields);
     if (!r) return null;
     const before = toCompany(toHash(r[0]));
@@ -404,9 +404,34 @@ function activeUntil(rec: Pick<KeyRecord, 'expiresAt' | 'revokedAt'>): string {
 function fromRecord(rec: Partial<KeyRecord>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(rec)) {
-    if (v !== undefined) out[k] = v === null ? '' : String(v);
+    if (v !== undefined) out[k] = v === null ? '' : JSON_FIELDS.has(k) ? JSON.stringify(v) : String(v);
   }
   return out;
+}
+
+/** A company or a patch of it as hash fields (only the fields given). */
+function companyFields(c: Partial<Company>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(c)) {
+    if (v === undefined) continue;
+    if (k === 'apiAccess') out[k] = v ? '1' : '0';
+    else out[k] = v === null ? '' : JSON_FIELDS.has(k) ? JSON.stringify(v) : String(v);
+  }
+  return out;
+}
+
+/**
+ * A JSON field back: `null` when absent or empty. A value that does not parse is a list nobody can
+ * pass (`[]`: no scope, no quota), never "everything": it fails closed, like an unparseable end time.
+ */
+function jsonField<T>(v: string | undefined): T[] | null {
+  if (!v) return null;
+  try {
+    const parsed = JSON.parse(v) as unknown;
+    return Array.isArray(parsed) ? (parsed as T[]) : [];
+  } catch {
+    return [];
+  }
 }
 
 /** A flat HGETALL reply from a script ([field, value, ...]) as an object. */
@@ -421,7 +446,7 @@ function toKey(h: Record<string, string>): KeyRecord | null {
   const rec = {} as Record<string, string | null>;
   for (const f of KEY_FIELDS) rec[f] = h[f] ? h[f] : null;
   rec.prefix = h.prefix ?? '';
-  return rec as unknown as KeyRecord;
+  return { ...(rec as unknown as KeyRecord), scopes: jsonField(h.scopes), limits: jsonField(h.limits) };
 }
 
 function toCompany(h: Record<string, string>): Company | null {
@@ -434,5 +459,7 @@ function toCompany(h: Record<string, string>): Company | null {
     apiAccess: h.apiAccess === '1',
     createdAt: h.createdAt ?? '',
     updatedAt: h.updatedAt ?? '',
+    scopes: jsonField(h.scopes),
+    limits: jsonField(h.limits),
   };
 }

@@ -3,6 +3,24 @@ import { parseInstant } from '../time.js';
 /** A company's standing, as the spec describes it (section 5). */
 export type CompanyStatus = 'active' | 'pending' | 'suspended';
 
+/** One rate-limit window: `points` requests per fixed window of `duration` seconds. */
+export interface RateWindow {
+  points: number;
+  /** Seconds. */
+  duration: number;
+}
+
+/**
+ * What a key or company may call: a configured route `prefix`, optionally only some `methods`
+ * (uppercase; `GET` implies `HEAD`) and only some `paths` (full path prefixes under the route,
+ * matched on a segment boundary). A list of scopes allows a request when one of them does.
+ */
+export interface Scope {
+  route: string;
+  methods?: string[];
+  paths?: string[];
+}
+
 /** A customer of the fronted service; its tier picks the rate limit (spec section 5). */
 export interface Company {
   id: string;
@@ -12,6 +30,10 @@ export interface Company {
   apiAccess: boolean;
   createdAt: string;
   updatedAt: string;
+  /** Routes its keys may call; `null` = every route. */
+  scopes: Scope[] | null;
+  /** Its own rate-limit windows; `null` = its tier's windows. */
+  limits: RateWindow[] | null;
 }
 
 /** A stored key: never the key itself, only its SHA-256 and a display prefix. */
@@ -30,10 +52,16 @@ export interface KeyRecord {
   exposedAt: string | null;
   /** Set by rotation: the id of the key that replaced this one. */
   rotatedTo: string | null;
+  /** Narrows the company's scopes (never widens them); `null` = the company's scopes. */
+  scopes: Scope[] | null;
+  /** Extra windows for this key alone, on top of the company's; `null` = none. */
+  limits: RateWindow[] | null;
 }
 
 /** The company fields an update may change; `updatedAt` is set by the store. */
-export type CompanyPatch = Partial<Pick<Company, 'name' | 'tier' | 'status' | 'apiAccess'>>;
+export type CompanyPatch = Partial<
+  Pick<Company, 'name' | 'tier' | 'status' | 'apiAccess' | 'scopes' | 'limits'>
+>;
 
 /** One atomic company update: the company right before and right after this write. */
 export interface CompanyUpdate {
@@ -43,7 +71,7 @@ export interface CompanyUpdate {
 
 /** What `updateKey` may change. See `KeyStore.updateKey` for the rules. */
 export type KeyPatch = Partial<
-  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'rotatedTo' | 'label'>
+  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'rotatedTo' | 'label' | 'scopes' | 'limits'>
 >;
 
 /** Cache invalidation message, published by writers and applied by every instance. */

@@ -94,6 +94,45 @@ export async function exactLimitAcross(
 }
 
 /**
+ * Each window is exact across the instances (3N concurrent → exactly N), also on Cluster, where
+ * every counter of a company shares one slot: the company gets its own windows (a 60 s one that
+ * binds, and a 1 s one with room), one key a stricter 30 s window of its own, another key none.
+ * Key k1 gets exactly its own window; k2 then exactly what is left of the company's.
+ */
+export async function exactWindowsAcross(
+  gws: TestGateway[],
+  upstream: RecordingUpstream,
+  companyId: string,
+): Promise<void> {
+  const k1 = await companyAndKey(gws[0]!, companyId, 'trio');
+  const k2 = await gws[0]!.gw.service.createKey(companyId, {});
+  assert.ok(k2.ok);
+  const svc = gws[0]!.gw.service;
+  const limits = [
+    { points: 1000, duration: 1 },
+    { points: 18, duration: 60 },
+  ];
+  assert.ok((await svc.updateCompany(companyId, { limits })).ok);
+  assert.ok((await svc.updateKey(k1.id, { limits: [{ points: 6, duration: 30 }] })).ok);
+  const before = upstream.received.length;
+  const burst = (key: string, n: number) =>
+    Promise.all(Array.from({ length: gws.length * n }, (_, i) => get(gws[i % gws.length]!, key)));
+  const first = await burst(k1.key, 6);
+  assert.equal(first.filter((r) => r.status === 200).length, 6, JSON.stringify(first.map((r) => r.status)));
+  const second = await burst(k2.value.key, 12);
+  assert.equal(
+    second.filter((r) => r.status === 200).length,
+    12,
+    JSON.stringify(second.map((r) => r.status)),
+  );
+  for (const r of second.filter((x) => x.status === 429)) {
+    assert.equal(r.headers['ratelimit-policy'], '1000;w=1, 18;w=60');
+    assert.ok(Number(r.headers['retry-after']) > 30);
+  }
+  assert.equal(upstream.received.length - before, 18);
+}
+
+/**
  * Revoking on instance 0 is refused by every instance within `withinMs` (default 1 s): each was
  * serving the key from its cache (60 s TTL), so only the invalidation can make it refuse in time.
  * `between` runs after the caches are warm and before the revocation (e.g. to break a subscriber).

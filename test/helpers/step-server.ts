@@ -145,6 +145,8 @@ export function testCompany(over: Partial<Company> = {}): Company {
     apiAccess: true,
     createdAt: '2025-01-01T00:00:00Z',
     updatedAt: '2025-01-01T00:00:00Z',
+    scopes: null,
+    limits: null,
     ...over,
   };
 }
@@ -164,6 +166,8 @@ export function testKey(over: Partial<KeyRecord> = {}): KeyRecord {
     lastUsedAt: null,
     exposedAt: null,
     rotatedTo: null,
+    scopes: null,
+    limits: null,
     ...over,
   };
 }

@@ -55,6 +55,8 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
         apiAccess: true,
         createdAt: '2026-01-01T00:00:00Z',
         updatedAt: '2026-01-01T00:00:00Z',
+        scopes: null,
+        limits: null,
       };
       assert.equal(await store.createCompany(original), true);
       const results = await Promise.all(
@@ -242,6 +244,8 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
           apiAccess: false,
           createdAt: '2026-01-01T00:00:00Z',
           updatedAt: '2026-01-01T00:00:00Z',
+          scopes: null,
+          limits: null,
         });
       }),
     );

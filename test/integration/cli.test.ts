@@ -146,6 +146,57 @@ describe('CLI', () => {
     assert.ok(!audit.stdout.includes(k.key));
   });
 
+  test('scopes and limits: companies update and keys update, shown in tables and --json, audited as cli; bad input exit 2, nothing changed', async () => {
+    assert.equal((await cli(['companies', 'create', 'scoped', '--tier', 'standard'], env)).code, 0);
+    const key = JSON.parse((await cli(['keys', 'create', 'scoped', '--json'], env)).stdout) as { id: string };
+    const up = await cli(
+      [
+        'companies',
+        'update',
+        'scoped',
+        '--scopes',
+        '[{"route":"/notify/v1","methods":["POST"]}]',
+        '--limits',
+        '10/1,600/60',
+      ],
+      env,
+    );
+    assert.equal(up.code, 0, up.stderr);
+    assert.match(up.stdout, /POST \/notify\/v1/);
+    assert.match(up.stdout, /10\/1s, 600\/60s/);
+    const k = await cli(['keys', 'update', key.id, '--limits', '5/1', '--scopes', 'all', '--json'], env);
+    assert.equal(k.code, 0, k.stderr);
+    assert.deepEqual((JSON.parse(k.stdout) as { limits: unknown }).limits, [{ points: 5, duration: 1 }]);
+    const bad = [
+      ['companies', 'update', 'scoped', '--scopes', '[{"route":"/nope"}]'],
+      ['companies', 'update', 'scoped', '--scopes', 'not json'],
+      ['companies', 'update', 'scoped', '--limits', '10 per second'],
+      ['keys', 'update', key.id, '--limits', '0/1'],
+    ];
+    for (const args of bad) {
+      const r = await cli(args, env);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    }
+    assert.match((await cli(bad[0]!, env)).stderr, /scopes\.0\.route: not a configured route prefix/);
+    const got = JSON.parse((await cli(['companies', 'get', 'scoped', '--json'], env)).stdout) as {
+      scopes: unknown;
+      limits: unknown;
+    };
+    assert.deepEqual(got.scopes, [{ route: '/notify/v1', methods: ['POST'] }]);
+    assert.deepEqual(got.limits, [
+      { points: 10, duration: 1 },
+      { points: 600, duration: 60 },
+    ]);
+    const audit = JSON.parse((await cli(['audit', '--company', 'scoped', '--json'], env)).stdout) as {
+      event: string;
+      actor: string;
+    }[];
+    assert.ok(
+      audit.some((e) => e.event === 'key.updated' && e.actor === 'cli'),
+      JSON.stringify(audit),
+    );
+  });
+
   test('keys create --expires-at with an impossible instant: exit 2 naming the field, nothing created', async () => {
     assert.equal((await cli(['companies', 'create', 'ts-cli', '--tier', 'free'], env)).code, 0);
     for (const at of [

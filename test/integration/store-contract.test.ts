@@ -31,6 +31,8 @@ function company(id: string, over: Partial<Company> = {}): Company {
     apiAccess: true,
     createdAt: now(),
     updatedAt: now(),
+    scopes: null,
+    limits: null,
     ...over,
   };
 }
@@ -50,6 +52,8 @@ function key(id: string, companyId: string, over: Partial<KeyRecord> = {}): KeyR
     lastUsedAt: null,
     exposedAt: null,
     rotatedTo: null,
+    scopes: null,
+    limits: null,
     ...over,
   };
 }
@@ -124,6 +128,41 @@ function writableContract(
         ok: false,
         reason: 'company_not_found',
       });
+    });
+
+    test('scopes and limits: stored whole, null by default, only the patched field written', async () => {
+      const scopes = [{ route: '/notify/v1', methods: ['POST'], paths: ['/notify/v1/otps'] }];
+      const limits = [
+        { points: 10, duration: 1 },
+        { points: 600, duration: 60 },
+      ];
+      await store.createCompany(company('sc-co', { scopes, limits }));
+      const c = await store.getCompany('sc-co');
+      assert.deepEqual([c?.scopes, c?.limits], [scopes, limits]);
+      await store.createCompany(company('sc-none'));
+      assert.deepEqual(
+        [(await store.getCompany('sc-none'))?.scopes, (await store.getCompany('sc-none'))?.limits],
+        [null, null],
+      );
+      // Two writers of different fields at once: both apply (each writes only its field).
+      const [s1, s2] = await Promise.all([
+        store.updateCompany('sc-co', { scopes: [{ route: '/other' }] }, now()),
+        store.updateCompany('sc-co', { limits: null }, now()),
+      ]);
+      assert.ok(s1 && s2);
+      const both = await store.getCompany('sc-co');
+      assert.deepEqual([both?.scopes, both?.limits], [[{ route: '/other' }], null]);
+      // Keys: null by default; set and cleared by updateKey; other fields kept.
+      await store.createKey(key('sc-k', 'sc-co', { label: 'kept' }), 0, now());
+      const k0 = await store.getKey('sc-k');
+      assert.deepEqual([k0?.scopes, k0?.limits], [null, null]);
+      const k1 = await store.updateKey('sc-k', { scopes, limits: [{ points: 5, duration: 60 }] });
+      assert.deepEqual([k1?.scopes, k1?.limits, k1?.label], [scopes, [{ points: 5, duration: 60 }], 'kept']);
+      assert.deepEqual((await store.findKeyByHash(k1!.hash))?.scopes, scopes);
+      const k2 = await store.updateKey('sc-k', { scopes: null });
+      assert.deepEqual([k2?.scopes, k2?.limits], [null, [{ points: 5, duration: 60 }]]);
+      // An empty list is kept as such: no route at all (not "every route").
+      assert.deepEqual((await store.updateKey('sc-k', { scopes: [] }))?.scopes, []);
     });
 
     test('the active-key cap counts only unrevoked, unexpired keys; 0 = no cap', async () => {
@@ -215,6 +254,12 @@ describe('KeyStore contract: file (read-only, hot reload)', () => {
   - id: acme
     name: Acme
     tier: standard
+    scopes:
+      - route: /notify/v1
+        methods: [POST]
+    limits:
+      - { points: 10, duration: 1 }
+      - { points: 600, duration: 60 }
     keys:
 ${keys}
   - id: off
@@ -226,10 +271,20 @@ ${keys}
     `      - id: ${id}\n        hash: ${hashApiKey(k)}\n        label: ${id}\n${extra}`;
 
   before(() => {
-    writeFileSync(path, yaml(entry('acme-1', k1)));
+    writeFileSync(
+      path,
+      yaml(
+        entry(
+          'acme-1',
+          k1,
+          '        scopes:\n          - { route: /notify/v1, paths: [/notify/v1/otps] }\n        limits: [{ points: 2, duration: 60 }]\n',
+        ),
+      ),
+    );
     store = new FileKeyStore({
       path,
       knownTiers: tiers,
+      knownRoutes: [{ prefix: '/notify/v1' }],
       watchIntervalMs: 50,
       onReload: (r) => reloads.push(r),
     });
@@ -246,6 +301,46 @@ ${keys}
       (await store.listCompanies()).map((c) => c.id),
       ['acme', 'off'],
     );
+    const acme = await store.getCompany('acme');
+    assert.deepEqual(acme?.scopes, [{ route: '/notify/v1', methods: ['POST'] }]);
+    assert.deepEqual(acme?.limits, [
+      { points: 10, duration: 1 },
+      { points: 600, duration: 60 },
+    ]);
+    assert.deepEqual([off?.scopes, off?.limits], [null, null]);
+    const k = await store.findKeyByHash(hashApiKey(k1));
+    assert.deepEqual(k?.scopes, [{ route: '/notify/v1', paths: ['/notify/v1/otps'] }]);
+    assert.deepEqual(k?.limits, [{ points: 2, duration: 60 }]);
+  });
+
+  test('parseKeyFile refuses scopes outside the configured routes and bad windows, naming the place', () => {
+    const r = parseKeyFile(
+      `companies:
+  - id: a
+    tier: free
+    scopes: [{ route: /nope }, { route: /notify/v1, methods: [TRACE] }]
+    limits: [{ points: 1, duration: 60 }, { points: 2, duration: 60 }]
+    keys:
+      - id: k
+        hash: ${hashApiKey(k2)}
+        scopes: [{ route: /notify/v1, paths: [/elsewhere] }]
+`,
+      tiers,
+      [{ prefix: '/notify/v1' }],
+    );
+    assert.equal(r.ok, false);
+    const text = r.ok ? '' : r.problems.join('\n');
+    assert.match(text, /companies\.0\.scopes\.1\.methods\.0: is always refused/);
+    assert.match(text, /companies\.0\.limits: two windows have the same duration/);
+    // Route checks need a schema-valid file; this one is not, so they are checked apart:
+    const routes = parseKeyFile(
+      `companies:\n  - id: a\n    tier: free\n    scopes: [{ route: /nope }]\n    keys:\n      - id: k\n        hash: ${hashApiKey(k2)}\n        scopes: [{ route: /notify/v1, paths: [/elsewhere] }]\n`,
+      tiers,
+      [{ prefix: '/notify/v1' }],
+    );
+    const t2 = routes.ok ? '' : routes.problems.join('\n');
+    assert.match(t2, /companies\.0\.scopes\.0\.route: not a configured route prefix \(\/notify\/v1\)/);
+    assert.match(t2, /companies\.0\.keys\.0\.scopes\.0\.paths\.0: must be \/notify\/v1 or a path under it/);
   });
 
   test('writes are refused with StoreReadOnlyError', async () => {

@@ -12,6 +12,7 @@ import {
   assertFailoverFigures,
   auditAndLastUsed,
   exactLimitAcross,
+  exactWindowsAcross,
   keyCreatedOnOneWorksOnAll,
   loadThroughFailover,
   revocationReachesAll,
@@ -89,6 +90,10 @@ function scaleSuite<T>(topology: Topology<T>): void {
 
     test('the tier limit is exact across 3 instances: 3N concurrent requests → exactly N forwarded', async () => {
       await exactLimitAcross(ctx.gws, ctx.upstream, 'trio-co');
+    });
+
+    test("several windows are exact across 3 instances: a company's own and a key's stricter one", async () => {
+      await exactWindowsAcross(ctx.gws, ctx.upstream, 'windows-co');
     });
 
     test('revocation reaches every instance within 1 s', async () => {

@@ -27,7 +27,7 @@ export interface ForwardOptions {
 }
 
 /**
- * Step 11, forward: replaces the client's headers by the scrubbed set (no key, no client copy of a
+ * Step 12, forward: replaces the client's headers by the scrubbed set (no key, no client copy of a
  * trusted header, no hop-by-hop), sets the trusted company headers, the request id and
  * `X-Forwarded-For/-Proto/-Host` (client values believed only from a trusted proxy), sends
  * `100 Continue` if the client waits for it, and hands the request to the route's proxy. A URL

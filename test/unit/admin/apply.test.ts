@@ -10,6 +10,8 @@ const company = (id: string, over: Partial<Company> = {}): Company => ({
   tier: 'free',
   status: 'active',
   apiAccess: true,
+  scopes: null,
+  limits: null,
   createdAt: '2026-01-01T00:00:00Z',
   updatedAt: '2026-01-01T00:00:00Z',
   ...over,
@@ -27,13 +29,15 @@ const key = (id: string, hash: string, over: Partial<KeyRecord> = {}): KeyRecord
   lastUsedAt: null,
   exposedAt: null,
   rotatedTo: null,
+  scopes: null,
+  limits: null,
   ...over,
 });
 
 test('fields the records gain (scopes, limits) are compared and changed like the others', () => {
   const current: StoreState = { companies: [company('a')], keys: [key('k1', 'a')] };
   const desired = {
-    companies: [{ ...company('a'), scopes: ['/notify/v1'] } as Company],
+    companies: [{ ...company('a'), scopes: [{ route: '/notify/v1' }] } as Company],
     keys: [{ ...key('k1', 'a'), limits: [{ points: 1, duration: 1 }] } as KeyRecord],
   };
   const plan = planApply(current, desired, { prune: false });

@@ -19,6 +19,8 @@ function record(id: string): KeyRecord {
     lastUsedAt: null,
     exposedAt: null,
     rotatedTo: null,
+    scopes: null,
+    limits: null,
   };
 }
 

@@ -177,6 +177,8 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
         apiAccess: true,
         createdAt: '2026-01-01T00:00:00Z',
         updatedAt: '2026-01-01T00:00:00Z',
+        scopes: null,
+        limits: null,
       },
     });
     const named = await svc.createCompany(
@@ -218,7 +220,7 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
     await svc.createCompany({ id: 'c' });
     assert.equal(
       failure(await svc.updateCompany('c', {})).details,
-      'at least one of name, tier, status, apiAccess is required',
+      'at least one of name, tier, status, apiAccess, scopes, limits is required',
     );
     assert.equal(
       failure(await svc.updateCompany('c', { tier: 'gold' })).details,
@@ -367,6 +369,8 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
       revokedAt: '2026-01-01T00:00:00Z',
       exposedAt: null,
       rotatedTo: null,
+      scopes: null,
+      limits: null,
       rotationDue: false,
     });
     assert.deepEqual(audit.at(-1), {

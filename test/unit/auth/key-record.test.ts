@@ -32,6 +32,8 @@ describe('createKeyRecord', () => {
       lastUsedAt: null,
       exposedAt: null,
       rotatedTo: null,
+      scopes: null,
+      limits: null,
     });
     assert.ok(!Object.values(record).includes(key));
   });

@@ -39,6 +39,8 @@ async function setup(over: Partial<VerifierOptions> = {}): Promise<Fixture> {
     apiAccess: true,
     createdAt: at,
     updatedAt: at,
+    scopes: null,
+    limits: null,
   });
   const key = generateApiKey('live');
   const record: KeyRecord = {
@@ -54,6 +56,8 @@ async function setup(over: Partial<VerifierOptions> = {}): Promise<Fixture> {
     lastUsedAt: null,
     exposedAt: null,
     rotatedTo: null,
+    scopes: null,
+    limits: null,
   };
   assert.deepEqual(await inner.createKey(record, 0, at), { ok: true });
   const probe = new ProbeKeyStore(inner);

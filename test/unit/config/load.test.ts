@@ -24,7 +24,7 @@ describe('config', () => {
     assert.equal(c.store.type, 'file');
     assert.equal(c.keys.maxActiveKeys, 2);
     assert.deepEqual(
-      c.rateLimit.tiers.map((t) => [t.name, t.points, t.duration]),
+      c.rateLimit.tiers.map((t) => [t.name, t.windows[0]!.points, t.windows[0]!.duration]),
       [
         ['free', 60, 60],
         ['standard', 600, 60],

@@ -96,7 +96,7 @@ describe('TierRateLimiter with Redis up', () => {
     assert.deepEqual(sources(ds), ['primary']);
   });
 
-  test('each tier counts apart, under "<prefix>rl:<tier>:" in Redis', async () => {
+  test('a company\'s window is counted under "<prefix>rl:{<company>}:c<seconds>"; a new tier applies to what was used', async () => {
     const big = { name: 'big', points: 10, duration: 60 };
     const l = new TierRateLimiter({
       tiers: [TIER, big],
@@ -106,11 +106,12 @@ describe('TierRateLimiter with Redis up', () => {
     });
     const co = fresh();
     await consumeN(l, co, TIER.points + 1);
+    // Moved to a bigger tier in the same window: the 3 already used count against its 10.
     const other = await l.consume(co, big.name);
-    assert.deepEqual([other.allowed, other.remaining], [true, big.points - 1]);
+    assert.deepEqual([other.allowed, other.remaining], [true, big.points - TIER.points - 1]);
     // The client adds its own prefix to every command, the limiter's key includes it once more.
-    assert.equal(await client.exists(`ng-test:rl:${TIER.name}:${co}`), 1);
-    assert.equal(await client.exists(`ng-test:rl:${big.name}:${co}`), 1);
+    // One hash tag per company: every counter of a request is in one Cluster slot.
+    assert.equal(await client.exists(`ng-test:rl:{${co}}:c60`), 1);
   });
 
   test('an unknown tier is an INTERNAL error, not a pass', async () => {
@@ -159,6 +160,30 @@ describe('TierRateLimiter when Redis fails', () => {
     const back = await consumeN(l, co, 3);
     assert.ok(back.filter((d) => d.allowed).length <= 2, JSON.stringify(allowed(back)));
     assert.equal(back[2]!.allowed, false);
+  });
+
+  test('insurance over several windows: each counts, a refusal by one takes nothing from the others', async () => {
+    const l = limiter('insurance');
+    const co = fresh();
+    const extra = {
+      companyLimits: [{ points: 5, duration: 60 }],
+      keyId: 'k',
+      keyLimits: [{ points: 2, duration: 30 }],
+    };
+    redis.pause();
+    const ds: RateDecision[] = [];
+    try {
+      for (let i = 0; i < 3; i++) ds.push(await l.consume(co, TIER.name, extra));
+      // Another key of the company: the company's 5 − 2 = 3 (the key's refusal took none of them).
+      for (let i = 0; i < 4; i++)
+        ds.push(await l.consume(co, TIER.name, { ...extra, keyId: 'k2', keyLimits: null }));
+    } finally {
+      redis.resume();
+    }
+    assert.deepEqual(allowed(ds), [true, true, false, true, true, true, false]);
+    assert.deepEqual(sources(ds), ['insurance']);
+    assert.deepEqual([ds[2]!.limit, ds[6]!.limit], [2, 5]);
+    await primaryAgain(l);
   });
 
   test('open (Redis gone): every request passes with a full budget, then exact counts on recovery', async () => {

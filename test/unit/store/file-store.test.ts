@@ -240,6 +240,40 @@ describe('FileKeyStore: a reload that drops or postpones a revocation applies, a
     }
   });
 
+  test('a cut that would drop the scopes or limits of a company or key is refused', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'ng-unit-keys-')), 'keys.yaml');
+    const full = `companies:
+  - id: narrow
+    tier: free
+    keys:
+      - id: narrow-1
+        hash: ${'a'.repeat(64)}
+        limits: [{ points: 5, duration: 60 }]
+    scopes: [{ route: /notify/v1 }]
+`;
+    writeFileSync(path, full);
+    const reloads: FileReloadResult[] = [];
+    const store = new FileKeyStore({
+      path,
+      knownTiers: tiers,
+      watchIntervalMs: 0,
+      onReload: (r) => reloads.push(r),
+    });
+    try {
+      writeFileSync(path, full.slice(0, full.indexOf('    scopes:')));
+      store.reload();
+      const r = reloads.at(-1)!;
+      assert.equal(r.ok, false);
+      assert.match(r.ok ? '' : r.problems.join('\n'), /company narrow: scopes would be dropped/);
+      writeFileSync(path, full.slice(0, full.indexOf('        limits:')));
+      store.reload();
+      const r2 = reloads.at(-1)!;
+      assert.match(r2.ok ? '' : r2.problems.join('\n'), /key narrow-1: limits would be dropped/);
+    } finally {
+      void store.close();
+    }
+  });
+
   test('the first load refuses an empty file: a gateway must not start keyless by accident', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'ng-unit-keys-')), 'keys.yaml');
     writeFileSync(path, '');

@@ -1,0 +1,64 @@
+import type { LeaseDecision } from './lease-limiter.js';
+
+/** One window to count in memory: its counter name, `points` per `duration` seconds. */
+export interface MemoryWindow {
+  key: string;
+  points: number;
+  duration: number;
+}
+
+interface Counter {
+  used: number;
+  /** Date.now() at which the window ends. */
+  end: number;
+}
+
+/**
+ * Fixed windows counted in process memory (no Redis, or Redis down under the `insurance` policy).
+ * A request is checked against every window and counted in all of them in one synchronous step,
+ * or in none when any window is full: two concurrent requests can never both take the last point,
+ * and a refusal consumes nothing. A window starts with its first request, as in Redis. Ended
+ * windows are swept once the table holds `maxCounters` entries.
+ *
+ * @example
+ * const m = new MemoryWindowLimiter();
+ * m.consume([{ key: 'acme:1', points: 10, duration: 1 }], Date.now()).allowed;
+ */
+export class MemoryWindowLimiter {
+  private readonly counters = new Map<string, Counter>();
+  constructor(private readonly maxCounters = 100_000) {}
+
+  /** Counts one request against every window (at `now`, ms); the answer has the shape of a lease decision. */
+  consume(windows: readonly MemoryWindow[], now: number): LeaseDecision {
+    if (this.counters.size >= this.maxCounters) this.sweep(now);
+    const counters = windows.map((w) => this.counter(w, now));
+    let refusedBy = -1;
+    counters.forEach((c, i) => {
+      if (c.used >= windows[i]!.points && (refusedBy < 0 || c.end > counters[refusedBy]!.end)) refusedBy = i;
+    });
+    if (refusedBy < 0) for (const c of counters) c.used++;
+    return {
+      allowed: refusedBy < 0,
+      refusedBy,
+      windows: windows.map((w, i) => ({
+        points: w.points,
+        duration: w.duration,
+        remaining: Math.max(0, w.points - counters[i]!.used),
+        msBeforeReset: counters[i]!.end - now,
+      })),
+    };
+  }
+
+  private counter(w: MemoryWindow, now: number): Counter {
+    let c = this.counters.get(w.key);
+    if (!c || c.end <= now) {
+      c = { used: 0, end: now + w.duration * 1000 };
+      this.counters.set(w.key, c);
+    }
+    return c;
+  }
+
+  private sweep(now: number): void {
+    for (const [key, c] of this.counters) if (c.end <= now) this.counters.delete(key);
+  }
+}
