@@ -16,6 +16,7 @@ import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
 import { createLogger } from './observability/logger.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
+import { superviseWorkers, WORKER_CANNOT_START } from './supervisor.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -53,12 +54,12 @@ program
       // Each worker would keep its own keys (memory) or its own rate-limit counts (file): refuse
       // rather than silently multiply every company's limit by the worker count.
       fatal(
-        `--workers ${workers} needs the redis store (REDIS_URL): with the ${config.store.type} store every worker would count rate limits on its own`,
+        `--workers ${workers} needs rate limits shared between processes: the redis store (REDIS_URL), or the file store with rateLimit.redisUrl; with the ${config.store.type} store${config.store.type === 'file' ? ' and no rateLimit.redisUrl' : ''} every worker would count rate limits on its own`,
         EXIT_USAGE,
       );
     }
     if (workers > 1 && cluster.isPrimary) {
-      runPrimary(workers, config);
+      await runPrimary(workers, config);
       return;
     }
     await serveOne(config);
@@ -69,42 +70,44 @@ async function serveOne(config: Readonly<GatewayConfig>): Promise<void> {
   try {
     gw = await startGateway(config);
   } catch (err) {
-    fatal((err as Error).message);
+    if (!cluster.isWorker) fatal((err as Error).message);
+    // A worker logs like the rest of the gateway and tells its supervisor not to retry.
+    const logger = createLogger({ level: config.log.level });
+    logger.fatal(
+      { error: maskUrlsInText((err as Error).message), code: (err as NodeJS.ErrnoException).code },
+      'worker cannot start',
+    );
+    logger.flush(() => process.exit(WORKER_CANNOT_START));
+    return;
   }
+  // process.on, not once: under --workers a process-group signal (systemd, kill -- -PGID, Ctrl+C)
+  // reaches this worker and its primary, which forwards another SIGTERM. The drain runs once.
+  let stopping = false;
   const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     gw.logger.info({ signal }, 'shutting down');
+    // Exit once the async log destination has written the last lines ('gateway stopped').
     gw.close().then(
-      () => process.exit(0),
-      () => process.exit(EXIT_FAIL),
+      () => gw.logger.flush(() => process.exit(0)),
+      () => gw.logger.flush(() => process.exit(EXIT_FAIL)),
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
-function runPrimary(workers: number, config: Readonly<GatewayConfig>): void {
+async function runPrimary(workers: number, config: Readonly<GatewayConfig>): Promise<void> {
   const logger = createLogger({ level: config.log.level });
   // Workers share the listening sockets (node:cluster); state is shared through Redis. The admin
   // API runs in every worker on the same port too, which is fine: it is stateless over the store.
-  logger.info({ workers }, 'starting workers');
   serveClusterMetrics();
-  let stopping = false;
-  for (let i = 0; i < workers; i++) cluster.fork();
-  cluster.on('exit', (worker, code, signal) => {
-    if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
-      return;
-    }
-    logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting a new one');
-    setTimeout(() => cluster.fork(), 500);
+  const code = await superviseWorkers({
+    workers,
+    logger,
+    shutdownTimeoutMs: config.server.shutdownTimeoutMs,
   });
-  const stop = () => {
-    stopping = true;
-    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
-    setTimeout(() => process.exit(0), config.server.shutdownTimeoutMs + 2000).unref();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  logger.flush(() => process.exit(code));
 }
 
 // ---- demo

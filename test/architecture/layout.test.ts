@@ -32,6 +32,7 @@ const AREAS = [
   ['http', 'http/'],
   ['demo', 'demo/'],
   ['server', 'server.ts'],
+  ['supervisor', 'supervisor.ts'],
   ['cli', 'cli.ts'],
   ['index', 'index.ts'],
 ] as const;
@@ -61,6 +62,7 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   http: [...FOUNDATION, 'store', 'request-state', 'signing', 'auth', 'ratelimit', 'proxy', 'observability'],
   demo: allBut('demo', 'cli', 'index'),
   server: allBut('server', 'demo', 'cli', 'index'),
+  supervisor: [...FOUNDATION, 'observability'],
   cli: allBut('cli', 'index'),
   index: allBut('index', 'demo', 'cli'),
 };
