@@ -66,7 +66,19 @@ program
   });
 
 async function serveOne(config: Readonly<GatewayConfig>): Promise<void> {
-  let gw: GatewayHandle;
+  // Signals are handled from the first moment: a signal that arrives while the gateway starts (a
+  // worker still connecting when the process group gets SIGTERM) stops it once it has started,
+  // instead of killing it. process.on, not once: under --workers a process-group signal (systemd,
+  // kill -- -PGID, Ctrl+C) reaches this worker and its primary, which forwards another SIGTERM.
+  let gw: GatewayHandle | undefined;
+  let signalled: string | undefined;
+  const stop = (signal: string) => {
+    if (signalled) return;
+    signalled = signal;
+    if (gw) drainAndExit(gw, signal);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   try {
     gw = await startGateway(config);
   } catch (err) {
@@ -80,21 +92,16 @@ async function serveOne(config: Readonly<GatewayConfig>): Promise<void> {
     logger.flush(() => process.exit(WORKER_CANNOT_START));
     return;
   }
-  // process.on, not once: under --workers a process-group signal (systemd, kill -- -PGID, Ctrl+C)
-  // reaches this worker and its primary, which forwards another SIGTERM. The drain runs once.
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    gw.logger.info({ signal }, 'shutting down');
-    // Exit once the async log destination has written the last lines ('gateway stopped').
-    gw.close().then(
-      () => gw.logger.flush(() => process.exit(0)),
-      () => gw.logger.flush(() => process.exit(EXIT_FAIL)),
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  if (signalled) drainAndExit(gw, signalled);
+}
+
+/** Drains the gateway, then exits once the async log destination has written the last lines. */
+function drainAndExit(gw: GatewayHandle, signal: string): void {
+  gw.logger.info({ signal }, 'shutting down');
+  gw.close().then(
+    () => gw.logger.flush(() => process.exit(0)),
+    () => gw.logger.flush(() => process.exit(EXIT_FAIL)),
+  );
 }
 
 async function runPrimary(workers: number, config: Readonly<GatewayConfig>): Promise<void> {

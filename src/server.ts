@@ -26,7 +26,7 @@ import {
   type GatewayMetrics,
   type KeyFileMetrics,
 } from './observability/metrics.js';
-import { createReadinessCheck } from './observability/readiness.js';
+import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
 import { methodRuleOf } from './proxy/routes.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
@@ -191,6 +191,12 @@ export async function startGateway(
     revoke: config.keys.exposedKeys === 'revoke',
     onError: (err) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'),
   });
+  const ready = createReadinessCheck({
+    store,
+    limiterRedis: limiterRedis.client,
+    failurePolicy: config.rateLimit.failurePolicy,
+    started: readyOnce(built.redis),
+  });
   const app = createApp({
     config,
     verifier,
@@ -200,14 +206,14 @@ export async function startGateway(
       : null,
     logger,
     metrics,
-    ready: createReadinessCheck({ store, limiterRedis: limiterRedis.client }),
+    ready,
     onKeyExpired: createExpiryAuditor({ auditor: service }),
     onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
   });
 
   const server = createGatewayServer(config, app);
   await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(config, { service, metrics, logger }, server);
+  const adminServer = await startAdminServer(config, { service, metrics, logger, ready }, server);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
   logger.info(
@@ -215,6 +221,7 @@ export async function startGateway(
     'gateway listening',
   );
   const close = createCloser(config, {
+    ready,
     server,
     adminServer,
     app,
@@ -225,6 +232,16 @@ export async function startGateway(
     logger,
   });
   return { port, adminPort, config, store, service, metrics, logger, close };
+}
+
+/**
+ * Whether the store's Redis has been ready once (always true without one): until then nothing is
+ * cached and nothing can be served, so readiness answers `starting`.
+ */
+function readyOnce(client: RedisClient | undefined): () => boolean {
+  let once = !client || client.status === 'ready';
+  if (!once) client?.once('ready', () => (once = true));
+  return () => once;
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -299,7 +316,7 @@ function createVerifier(
  */
 async function startAdminServer(
   config: Readonly<GatewayConfig>,
-  deps: { service: AdminService; metrics: GatewayMetrics; logger: Logger },
+  deps: { service: AdminService; metrics: GatewayMetrics; logger: Logger; ready: ReadinessCheck },
   gatewayServer: Server,
 ): Promise<Server | null> {
   if (!config.admin.enabled) return null;
@@ -308,6 +325,7 @@ async function startAdminServer(
     token: config.admin.token ?? null,
     readMetrics: createMetricsReader(deps.metrics.registry),
     logger: deps.logger,
+    ready: deps.ready,
   });
   const adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
   try {
@@ -320,10 +338,11 @@ async function startAdminServer(
 }
 
 /**
- * What `close()` stops, in order: servers (drained), proxy agents, limiter leases, store, own limiter
+ * What `close()` stops, in order: readiness (to `draining`), servers (drained), proxy agents, limiter leases, store, own limiter
  * Redis, metrics.
  */
 interface Closeable {
+  ready: ReadinessCheck;
   server: Server;
   adminServer: Server | null;
   app: { closeAgents(): void };
@@ -336,14 +355,15 @@ interface Closeable {
 
 /** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
 function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => Promise<void> {
-  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger } = parts;
+  const { ready, server, adminServer, app, store, limiter, limiterRedis, metrics, logger } = parts;
   let closing: Promise<void> | null = null;
   return function close() {
     closing ??= (async () => {
-      await Promise.all([
-        drain(server, config.server.shutdownTimeoutMs),
-        adminServer ? drain(adminServer, 1000) : undefined,
-      ]);
+      // /readyz answers 503 `draining` from now on. The admin port stays up while the gateway port
+      // drains, so its /readyz and /metrics keep answering until the last request is done.
+      ready.drain();
+      await drain(server, config.server.shutdownTimeoutMs);
+      if (adminServer) await drain(adminServer, 1000);
       app.closeAgents();
       // Unused leased quota goes back while the Redis client is still open.
       await limiter.close();

@@ -4,6 +4,7 @@ import helmet from 'helmet';
 import { safeMessage, sendError, type ErrorCode } from '../errors.js';
 import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
+import type { Readiness } from '../observability/readiness.js';
 import { isStoreOutage } from '../store/types.js';
 import type { AdminResult, AdminService } from './service.js';
 
@@ -14,6 +15,8 @@ export interface AdminAppDeps {
   /** Prometheus text for `/metrics` (this process, or all workers under `--workers`). */
   readMetrics: MetricsReader;
   logger: Logger;
+  /** Readiness behind the admin port's `/readyz` (omitted: the admin app serves no probes). */
+  ready?: () => Promise<Readiness>;
 }
 
 /**
@@ -38,6 +41,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   app.disable('etag');
   app.use(helmet());
   app.use(createRefuseBrowsers(deps.token));
+  if (deps.ready) app.use(createProbes(deps.ready, deps.token));
   app.use(createRequireToken(deps.token));
   app.use(express.json({ limit: '64kb', strict: true }));
 
@@ -53,13 +57,43 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   return app;
 }
 
+/** The token of `Authorization: Bearer <token>`, if the header has that shape. */
+function bearerOf(req: { headers: { authorization?: string | undefined } }): string | undefined {
+  const auth = req.headers.authorization;
+  return typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
+}
+
+/**
+ * `GET|HEAD /healthz` and `/readyz` on the admin port, before the token check: probes (kubelet,
+ * load balancers) cannot hold a secret. With the token (or on a tokenless loopback admin API)
+ * `/readyz` answers `{status, checks, degraded}`; without it the status only, as on the public port.
+ */
+function createProbes(ready: () => Promise<Readiness>, token: string | null): RequestHandler {
+  return async function probes(req, res, next) {
+    if (
+      (req.path !== '/healthz' && req.path !== '/readyz') ||
+      (req.method !== 'GET' && req.method !== 'HEAD')
+    )
+      return next();
+    if (req.path === '/healthz') return void res.json({ status: 'ok' });
+    try {
+      const r = await ready();
+      const detailed = token === null || isTokenValid(bearerOf(req), token);
+      const body = detailed
+        ? { status: r.status, checks: r.checks, degraded: r.degraded }
+        : { status: r.status };
+      res.status(r.ok ? 200 : 503).json(body);
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
 /** `Authorization: Bearer <token>` on every request, unless no token is set (loopback only). */
 function createRequireToken(token: string | null): RequestHandler {
   return function requireToken(req, res, next) {
     if (token === null) return next();
-    const auth = req.headers.authorization;
-    const presented = typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
-    if (!isTokenValid(presented, token)) {
+    if (!isTokenValid(bearerOf(req), token)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="notify-gateway-admin"');
       return sendError(res, 'ADMIN_UNAUTHORIZED');
     }

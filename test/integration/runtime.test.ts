@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
+import { ADMIN_TOKEN, startTestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -142,6 +144,9 @@ describe('serve --workers: supervisor and signals', () => {
         15_000,
         100,
       );
+      // Both workers listening, so either may get the request (a worker signalled while it starts
+      // drains once started too, but that is not what this test looks at).
+      await eventually(async () => s.output().split('"msg":"gateway listening"').length === 3, 15_000, 50);
       const inflight = send(port, '/notify/v1/x', { headers: { 'X-API-Key': key } });
       await eventually(async () => slow.received.length === 1, 5000);
       // What systemd's KillMode=control-group, `kill -- -PGID` and Ctrl+C do: every process gets it.
@@ -153,7 +158,7 @@ describe('serve --workers: supervisor and signals', () => {
       assert.equal(code, 0, s.output());
       const lines = jsonLines(s.output());
       const stopped = lines.filter((l) => l.msg === 'gateway stopped').length;
-      assert.equal(stopped, 2, 'both workers drained');
+      assert.equal(stopped, 2, `both workers drained:\n${s.output()}`);
       const lastWorker = lines.map((l) => l.msg).lastIndexOf('gateway stopped');
       assert.ok(
         lines.findIndex((l) => l.msg === 'all workers stopped') > lastWorker,
@@ -165,6 +170,155 @@ describe('serve --workers: supervisor and signals', () => {
       } catch {
         /* gone */
       }
+      await slow.close();
+    }
+  });
+});
+
+describe('readiness and probes (real redis-server)', () => {
+  let upstream: RecordingUpstream;
+  before(async () => {
+    upstream = await startUpstream();
+  });
+  after(async () => upstream?.close());
+  const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  test('ready: the public port says the status only, the admin port the checks (with the token)', async () => {
+    const t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    });
+    try {
+      const pub = await send(t.port, '/readyz');
+      assert.equal(pub.status, 200);
+      assert.deepEqual(pub.json, { status: 'ready' });
+      const admin = await send(t.adminPort, '/readyz', { headers: auth });
+      assert.equal(admin.status, 200);
+      assert.deepEqual(admin.json, {
+        status: 'ready',
+        checks: { store: 'ok', rateLimiter: 'ok' },
+        degraded: [],
+      });
+      // Probes cannot hold a secret: without the token the admin port answers like the public one.
+      assert.deepEqual((await send(t.adminPort, '/readyz')).json, { status: 'ready' });
+      assert.deepEqual((await send(t.adminPort, '/healthz')).json, { status: 'ok' });
+      assert.equal((await send(t.adminPort, '/readyz', { method: 'HEAD' })).status, 200);
+      // Everything else on the admin port still needs the token.
+      assert.equal((await send(t.adminPort, '/admin/v1/companies')).status, 401);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('starting: 503 until the store has been reached once', async () => {
+    const port = await freePort();
+    const t = await startTestGateway({
+      store: {
+        type: 'redis',
+        redis: { url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300, commandTimeoutMs: 200 },
+      },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      log: { level: 'silent' },
+    });
+    let redis: TestRedis | null = null;
+    try {
+      assert.deepEqual((await send(t.port, '/readyz')).json, { status: 'starting' });
+      const admin = await send(t.adminPort, '/readyz', { headers: auth });
+      assert.equal(admin.status, 503);
+      assert.deepEqual(admin.json, {
+        status: 'starting',
+        checks: { store: 'unavailable', rateLimiter: 'redis reconnecting' },
+        degraded: ['store', 'rateLimiter'],
+      });
+      assert.equal((await send(t.port, '/healthz')).status, 200, 'liveness never depends on Redis');
+      redis = await startRedis({ port });
+      await eventually(async () => (await send(t.port, '/readyz')).status === 200, 5000, 100);
+    } finally {
+      await t.close();
+      await redis?.stop();
+    }
+  });
+
+  test('Redis paused: degraded (200) while cached keys are served; the admin port lists the degraded checks', async () => {
+    const redis = await startRedis();
+    const t = await startTestGateway({
+      store: { type: 'redis', redis: { url: redis.url, commandTimeoutMs: 200 } },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      log: { level: 'silent' },
+    });
+    try {
+      const k = await createCompanyAndKey(t.gw.service, 'paused', { tier: 'free' });
+      assert.equal((await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } })).status, 200);
+      redis.pause();
+      const pub = await send(t.port, '/readyz');
+      assert.equal(pub.status, 200);
+      assert.deepEqual(pub.json, { status: 'degraded' });
+      const admin = await send(t.adminPort, '/readyz', { headers: auth });
+      assert.equal(admin.status, 200);
+      const body = admin.json as { status: string; checks: Record<string, string>; degraded: string[] };
+      assert.equal(body.status, 'degraded');
+      assert.equal(body.checks.store, 'unavailable');
+      assert.ok(body.degraded.includes('store'));
+      assert.equal((await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } })).status, 200);
+      assert.equal((await send(t.port, '/healthz')).status, 200);
+      redis.resume();
+      await eventually(
+        async () => ((await send(t.port, '/readyz')).json as { status: string }).status === 'ready',
+        5000,
+        100,
+      );
+    } finally {
+      redis.resume();
+      await t.close();
+      await redis.stop();
+    }
+  });
+
+  test('closed policy with its Redis down: not ready (503), liveness still 200', async () => {
+    const redis = await startRedis();
+    const t = await startTestGateway({
+      store: { type: 'redis', redis: { url: redis.url, commandTimeoutMs: 200 } },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { failurePolicy: 'closed' },
+      log: { level: 'silent' },
+    });
+    try {
+      assert.equal((await send(t.port, '/readyz')).status, 200);
+      await redis.kill();
+      await eventually(async () => (await send(t.port, '/readyz')).status === 503, 5000, 50);
+      assert.deepEqual((await send(t.port, '/readyz')).json, { status: 'not ready' });
+      const admin = await send(t.adminPort, '/readyz', { headers: auth });
+      assert.equal(admin.status, 503);
+      assert.equal((admin.json as { status: string }).status, 'not ready');
+      assert.equal((await send(t.port, '/healthz')).status, 200);
+      assert.equal((await send(t.adminPort, '/healthz')).status, 200);
+    } finally {
+      await t.close();
+      await redis.stop();
+    }
+  });
+
+  test('draining: 503 from the start of close() while the request in flight completes', async () => {
+    const slow = await startUpstream();
+    slow.handle((_req, res) => setTimeout(() => res.end('{"slow":true}'), 800));
+    const t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: slow.url }],
+      server: { shutdownTimeoutMs: 5000 },
+      log: { level: 'silent' },
+    });
+    try {
+      const k = await createCompanyAndKey(t.gw.service, 'drain', { tier: 'free' });
+      const inflight = send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': k.key } });
+      await eventually(async () => slow.received.length === 1, 2000);
+      const closing = t.close();
+      const admin = await send(t.adminPort, '/readyz', { headers: auth });
+      assert.equal(admin.status, 503);
+      assert.equal((admin.json as { status: string }).status, 'draining');
+      assert.equal((await inflight).status, 200);
+      await closing;
+    } finally {
+      await t.close();
       await slow.close();
     }
   });
