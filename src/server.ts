@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createExpiryAuditor } from './admin/expiry-audit.js';
@@ -34,6 +33,7 @@ import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
 import { RedisKeyStore } from './store/redis-store.js';
 import type { KeyStore } from './store/types.js';
+import { readTlsFiles, watchTlsFiles, type TlsFiles, type TlsMaterial } from './tls.js';
 
 /**
  * A running gateway, as `startGateway` returns it: its ports, its parts (for the CLI, tests and
@@ -169,6 +169,8 @@ export async function startGateway(
       `the admin API binds ${config.admin.host}, which is not loopback: set ADMIN_TOKEN (admin.token)`,
     );
   }
+  // Read before anything connects: a TLS file that cannot be used fails the start at once.
+  const tls = readListenerTls(config);
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
   const built = opts.store
     ? { store: opts.store, redis: undefined }
@@ -177,13 +179,7 @@ export async function startGateway(
   const limiterRedis = await createLimiterRedis(config, logger, built.redis);
   const limiter = createLimiter(config, limiterRedis.client, metrics);
   const verifier = createVerifier(config, store, metrics);
-  const service = new AdminService({
-    store,
-    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
-    maxActiveKeys: config.keys.maxActiveKeys,
-    rotationAgeDays: config.keys.rotationAgeDays,
-    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
-  });
+  const service = createAdminService(config, store, logger);
   const onKeyInUrl = createExposedKeyHandler({
     store,
     recorder: service,
@@ -211,9 +207,14 @@ export async function startGateway(
     onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
   });
 
-  const server = createGatewayServer(config, app);
+  const server = createGatewayServer(config, app, tls.server);
   await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(config, { service, metrics, logger, ready }, server);
+  const adminServer = await startAdminServer(
+    config,
+    { service, metrics, logger, ready, tls: tls.admin },
+    server,
+  );
+  const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
   logger.info(
@@ -221,6 +222,7 @@ export async function startGateway(
     'gateway listening',
   );
   const close = createCloser(config, {
+    stopTlsReload,
     ready,
     server,
     adminServer,
@@ -234,6 +236,17 @@ export async function startGateway(
   return { port, adminPort, config, store, service, metrics, logger, close };
 }
 
+/** The admin service over the store, logging each audit entry. */
+function createAdminService(config: Readonly<GatewayConfig>, store: KeyStore, logger: Logger): AdminService {
+  return new AdminService({
+    store,
+    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    maxActiveKeys: config.keys.maxActiveKeys,
+    rotationAgeDays: config.keys.rotationAgeDays,
+    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
+  });
+}
+
 /**
  * Whether the store's Redis has been ready once (always true without one): until then nothing is
  * cached and nothing can be served, so readiness answers `starting`.
@@ -242,6 +255,42 @@ function readyOnce(client: RedisClient | undefined): () => boolean {
   let once = !client || client.status === 'ready';
   if (!once) client?.once('ready', () => (once = true));
   return () => once;
+}
+
+/** The TLS material of each listener that has TLS files (`server.tls`, `admin.tls`), read and checked. */
+interface ListenerTls {
+  server?: TlsMaterial;
+  admin?: TlsMaterial;
+}
+
+function readListenerTls(config: Readonly<GatewayConfig>): ListenerTls {
+  const admin = config.admin.enabled ? config.admin.tls : undefined;
+  return {
+    ...(config.server.tls ? { server: readTlsFiles(config.server.tls, 'server.tls') } : {}),
+    ...(admin ? { admin: readTlsFiles(admin, 'admin.tls') } : {}),
+  };
+}
+
+/**
+ * Reloads each TLS listener's certificate when its files change (cert-manager's Secret rotation),
+ * without a restart. Returns the function that stops watching.
+ */
+function startTlsReload(
+  config: Readonly<GatewayConfig>,
+  logger: Logger,
+  tls: ListenerTls,
+  server: Server,
+  adminServer: Server | null,
+): () => void {
+  const watch = (s: Server, files: TlsFiles, m: TlsMaterial, configKey: string) =>
+    watchTlsFiles(s as unknown as HttpsServer, files, { configKey, logger, identity: m.identity });
+  const stops = [
+    tls.server && config.server.tls ? watch(server, config.server.tls, tls.server, 'server.tls') : null,
+    tls.admin && adminServer && config.admin.tls
+      ? watch(adminServer, config.admin.tls, tls.admin, 'admin.tls')
+      : null,
+  ];
+  return () => stops.forEach((stop) => stop?.());
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -316,7 +365,13 @@ function createVerifier(
  */
 async function startAdminServer(
   config: Readonly<GatewayConfig>,
-  deps: { service: AdminService; metrics: GatewayMetrics; logger: Logger; ready: ReadinessCheck },
+  deps: {
+    service: AdminService;
+    metrics: GatewayMetrics;
+    logger: Logger;
+    ready: ReadinessCheck;
+    tls: TlsMaterial | undefined;
+  },
   gatewayServer: Server,
 ): Promise<Server | null> {
   if (!config.admin.enabled) return null;
@@ -327,7 +382,17 @@ async function startAdminServer(
     logger: deps.logger,
     ready: deps.ready,
   });
-  const adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
+  const options = { headersTimeout: 10_000, requestTimeout: 30_000 };
+  const adminServer: Server = deps.tls
+    ? createHttpsServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, adminApp)
+    : createHttpServer(options, adminApp);
+  if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {
+    // Not refused: a service mesh or a private network may encrypt below the gateway. Said loudly.
+    deps.logger.warn(
+      { host: config.admin.host },
+      'the admin API binds a non-loopback address over plain HTTP: its bearer token crosses the network in clear; set admin.tls (or encrypt in front)',
+    );
+  }
   try {
     await listen(adminServer, config.admin.port, config.admin.host);
   } catch (err) {
@@ -342,6 +407,7 @@ async function startAdminServer(
  * Redis, metrics.
  */
 interface Closeable {
+  stopTlsReload: () => void;
   ready: ReadinessCheck;
   server: Server;
   adminServer: Server | null;
@@ -359,6 +425,7 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
   let closing: Promise<void> | null = null;
   return function close() {
     closing ??= (async () => {
+      parts.stopTlsReload();
       // /readyz answers 503 `draining` from now on. The admin port stays up while the gateway port
       // drains, so its /readyz and /metrics keep answering until the last request is done.
       ready.drain();
@@ -381,6 +448,7 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
 function createGatewayServer(
   config: Readonly<GatewayConfig>,
   app: (req: IncomingMessage, res: ServerResponse) => void,
+  tls: TlsMaterial | undefined,
 ): Server {
   const s = config.server;
   const options = {
@@ -395,11 +463,8 @@ function createGatewayServer(
     insecureHTTPParser: false,
     requireHostHeader: true,
   };
-  const server = s.tls
-    ? createHttpsServer(
-        { ...options, cert: readFileSync(s.tls.certFile), key: readFileSync(s.tls.keyFile) },
-        app,
-      )
+  const server = tls
+    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, app)
     : createHttpServer(options, app);
   // Without this listener Node answers `100 Continue` by itself before we know who is calling.
   // The pipeline sends it after authentication and the rate limit (app.ts, forward).

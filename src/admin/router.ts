@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { BlockList, isIP } from 'node:net';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { safeMessage, sendError, type ErrorCode } from '../errors.js';
@@ -196,9 +197,19 @@ function reply<T>(res: Response, result: AdminResult<T>, okStatus = 200, secret 
   else sendError(res, result.code, result.details);
 }
 
-/** Whether a bare host name or address is loopback: `localhost`, `127.x.x.x`, `::1`. */
+/** 127.0.0.0/8 and ::1; `BlockList` also matches them written as IPv4-mapped IPv6 (`::ffff:127.0.0.1`). */
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a bare host name or address is loopback: `localhost`, `127.0.0.0/8`, `::1` in any
+ * spelling (`0:0:0:0:0:0:0:1`), and their IPv4-mapped forms (`::ffff:127.0.0.1`, `::ffff:7f00:1`).
+ */
 export function isLoopbackName(name: string): boolean {
-  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+  if (name.toLowerCase() === 'localhost') return true;
+  const family = isIP(name);
+  return family !== 0 && LOOPBACK.check(name, family === 6 ? 'ipv6' : 'ipv4');
 }
 
 /** The same for a `Host` header value (`name[:port]`, `[v6][:port]`). */

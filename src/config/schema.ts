@@ -102,6 +102,11 @@ export const configSchema = z
         host: z.string().min(1).default('127.0.0.1'),
         port: z.coerce.number().int().min(0).max(65535).default(8081),
         token: z.string().min(16, 'must be at least 16 characters').optional(),
+        /** Serve the admin API over HTTPS (certificate reloaded when the files change, like server.tls). */
+        tls: z
+          .object({ certFile: z.string().min(1), keyFile: z.string().min(1) })
+          .strict()
+          .optional(),
       })
       .strict()
       .default({}),

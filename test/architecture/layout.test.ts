@@ -33,6 +33,7 @@ const AREAS = [
   ['demo', 'demo/'],
   ['server', 'server.ts'],
   ['supervisor', 'supervisor.ts'],
+  ['tls', 'tls.ts'],
   ['cli', 'cli.ts'],
   ['index', 'index.ts'],
 ] as const;
@@ -63,6 +64,7 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   demo: allBut('demo', 'cli', 'index'),
   server: allBut('server', 'demo', 'cli', 'index'),
   supervisor: [...FOUNDATION, 'observability'],
+  tls: [...FOUNDATION, 'observability'],
   cli: allBut('cli', 'index'),
   index: allBut('index', 'demo', 'cli'),
 };

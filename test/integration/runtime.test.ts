@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
@@ -323,3 +325,125 @@ describe('readiness and probes (real redis-server)', () => {
     }
   });
 });
+
+/** A self-signed certificate and key made by `openssl` now, with `cn` as subject. */
+function selfSigned(dir: string, cn: string): { cert: string; key: string } {
+  const cert = join(dir, `${cn}.crt`);
+  const key = join(dir, `${cn}.key`);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${cn}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
+
+/** The CN of the certificate a TLS listener presents to a new connection. */
+function servedCn(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      const cn = socket.getPeerCertificate().subject.CN;
+      socket.end();
+      resolve(Array.isArray(cn) ? cn.join(',') : (cn ?? ''));
+    });
+    socket.on('error', reject);
+  });
+}
+
+/** Replaces a file the way a Secret update does: a new inode renamed over the old path. */
+function swap(from: string, to: string): void {
+  copyFileSync(from, `${to}.tmp`);
+  renameSync(`${to}.tmp`, to);
+}
+
+describe('TLS on both listeners, reloaded without a restart', () => {
+  test('a certificate swap is served by new connections on the gateway and admin ports; a mismatched pair is skipped', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ng-tls-'));
+    const first = selfSigned(dir, 'first');
+    const second = selfSigned(dir, 'second');
+    const live = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+    copyFileSync(first.cert, live.certFile);
+    copyFileSync(first.key, live.keyFile);
+    const t = await startTestGateway({
+      server: { tls: live },
+      admin: { tls: live },
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: 'http://127.0.0.1:9' }],
+    });
+    try {
+      assert.equal(await servedCn(t.port), 'first');
+      assert.equal(await servedCn(t.adminPort), 'first');
+      // Key first, then certificate: in between the pair does not match and must not be applied.
+      swap(second.key, live.keyFile);
+      await eventually(
+        async () =>
+          t
+            .logs()
+            .some((l) => l.msg === 'TLS files changed but cannot be used; keeping the current certificate'),
+        5000,
+        100,
+      );
+      assert.equal(await servedCn(t.port), 'first', 'a mismatched pair keeps the last good certificate');
+      swap(second.cert, live.certFile);
+      await eventually(async () => (await servedCn(t.port)) === 'second', 5000, 100);
+      await eventually(async () => (await servedCn(t.adminPort)) === 'second', 5000, 100);
+      const reloaded = t.logs().filter((l) => l.msg === 'TLS certificate reloaded');
+      assert.deepEqual(reloaded.map((l) => l.tls).sort(), ['admin.tls', 'server.tls']);
+      // The same process and listeners: the HTTPS probe still answers.
+      const r = await fetchInsecure(`https://127.0.0.1:${t.port}/healthz`);
+      assert.equal(r, 200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('an admin API on a non-loopback address over plain HTTP with a token starts with a warning', async () => {
+    const t = await startTestGateway({
+      admin: { host: '0.0.0.0' },
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: 'http://127.0.0.1:9' }],
+    });
+    try {
+      const warn = t.logs().find((l) => typeof l.msg === 'string' && l.msg.includes('over plain HTTP'));
+      assert.equal(warn?.level, 'warn');
+      assert.equal(warn?.host, '0.0.0.0');
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('an unreadable TLS file fails the start naming the config key', async () => {
+    await assert.rejects(
+      startTestGateway({
+        admin: { tls: { certFile: '/nonexistent/tls.crt', keyFile: '/nonexistent/tls.key' } },
+        store: { type: 'memory' },
+      }),
+      /admin\.tls\.certFile: cannot read \/nonexistent\/tls\.crt \(ENOENT\)/,
+    );
+  });
+});
+
+/** Status of an HTTPS GET that accepts a self-signed certificate. */
+function fetchInsecure(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet(url, { rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+  });
+}
