@@ -51,7 +51,7 @@ function spawnServe(args: string[], env: Record<string, string> = {}, detached =
 }
 
 /** A file store with one key, and a gateway config over it; returns the config path. */
-function fileStoreConfig(key: string, lines: string): string {
+function fileStoreConfig(key: string, lines: string, storeExtra = ''): string {
   const dir = mkdtempSync(join(tmpdir(), 'ng-runtime-'));
   writeFileSync(
     join(dir, 'keys.yaml'),
@@ -59,7 +59,7 @@ function fileStoreConfig(key: string, lines: string): string {
   );
   writeFileSync(
     join(dir, 'gateway.yaml'),
-    `store: { type: file, file: { path: ${join(dir, 'keys.yaml')} } }\n${lines}`,
+    `store: { type: file, file: { path: ${join(dir, 'keys.yaml')} }${storeExtra} }\n${lines}`,
   );
   return join(dir, 'gateway.yaml');
 }
@@ -173,6 +173,42 @@ describe('serve --workers: supervisor and signals', () => {
         /* gone */
       }
       await slow.close();
+    }
+  });
+  test('a process-group SIGTERM while the workers are still starting: they start, drain and exit 0 (not killed)', async () => {
+    // The limiter's Redis does not answer: each worker waits connectTimeoutMs (4 s) in its start.
+    // The signal comes once both workers logged the refused connection, so they are in startGateway
+    // (a worker signalled while it still loads its modules dies of it, harmlessly: it serves nothing).
+    const silent = await freePort();
+    const port = await freePort();
+    const config = fileStoreConfig(
+      generateApiKey('live'),
+      `server: { port: ${port}, host: 127.0.0.1 }\nadmin: { enabled: false }\nrateLimit: { redisUrl: 'redis://127.0.0.1:${silent}' }\nroutes: [{ prefix: /notify/v1, target: '${upstream.url}' }]\n`,
+      ', redis: { connectTimeoutMs: 4000 }',
+    );
+    const s = spawnServe(['--config', config, '--workers', '2'], {}, true);
+    try {
+      await eventually(
+        async () => s.output().split('"msg":"rate-limit redis connection error"').length === 3,
+        10_000,
+        20,
+      );
+      assert.ok(!s.output().includes('"msg":"gateway listening"'), 'the signal must come during the start');
+      process.kill(-s.proc.pid!, 'SIGTERM');
+      const { code } = await s.exit;
+      assert.equal(code, 0, s.output());
+      const lines = jsonLines(s.output());
+      assert.equal(lines.filter((l) => l.msg === 'gateway stopped').length, 2, s.output());
+      assert.ok(
+        !lines.some((l) => l.signal === 'SIGTERM' && l.msg === 'worker stopped'),
+        'no worker killed by the signal',
+      );
+    } finally {
+      try {
+        process.kill(-s.proc.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
   });
 });
