@@ -45,6 +45,7 @@ function osUser(): string {
     return process.env.USER ?? 'unknown';
   }
 }
+import { superviseWorkers, WORKER_CANNOT_START } from './supervisor.js';
 
 /** Exit codes: 0 ok, 1 operation refused or failed, 2 bad usage or config. */
 const EXIT_FAIL = 1;
@@ -120,58 +121,67 @@ program
       // Each worker would keep its own keys (memory) or its own rate-limit counts (file): refuse
       // rather than silently multiply every company's limit by the worker count.
       fatal(
-        `--workers ${workers} needs the redis store (REDIS_URL): with the ${config.store.type} store every worker would count rate limits on its own`,
+        `--workers ${workers} needs rate limits shared between processes: the redis store (REDIS_URL), or the file store with rateLimit.redisUrl; with the ${config.store.type} store${config.store.type === 'file' ? ' and no rateLimit.redisUrl' : ''} every worker would count rate limits on its own`,
         EXIT_USAGE,
       );
     }
     if (workers > 1 && cluster.isPrimary) {
-      runPrimary(workers, config);
+      await runPrimary(workers, config);
       return;
     }
     await serveOne(config);
   });
 
 async function serveOne(config: Readonly<GatewayConfig>): Promise<void> {
-  let gw: GatewayHandle;
+  // Signals are handled from the first moment: a signal that arrives while the gateway starts (a
+  // worker still connecting when the process group gets SIGTERM) stops it once it has started,
+  // instead of killing it. process.on, not once: under --workers a process-group signal (systemd,
+  // kill -- -PGID, Ctrl+C) reaches this worker and its primary, which forwards another SIGTERM.
+  let gw: GatewayHandle | undefined;
+  let signalled: string | undefined;
+  const stop = (signal: string) => {
+    if (signalled) return;
+    signalled = signal;
+    if (gw) drainAndExit(gw, signal);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   try {
     gw = await startGateway(config);
   } catch (err) {
-    fatal((err as Error).message);
-  }
-  const stop = (signal: string) => {
-    gw.logger.info({ signal }, 'shutting down');
-    gw.close().then(
-      () => process.exit(0),
-      () => process.exit(EXIT_FAIL),
+    if (!cluster.isWorker) fatal((err as Error).message);
+    // A worker logs like the rest of the gateway and tells its supervisor not to retry.
+    const logger = createLogger({ level: config.log.level });
+    logger.fatal(
+      { error: maskUrlsInText((err as Error).message), code: (err as NodeJS.ErrnoException).code },
+      'worker cannot start',
     );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+    logger.flush(() => process.exit(WORKER_CANNOT_START));
+    return;
+  }
+  if (signalled) drainAndExit(gw, signalled);
 }
 
-function runPrimary(workers: number, config: Readonly<GatewayConfig>): void {
+/** Drains the gateway, then exits once the async log destination has written the last lines. */
+function drainAndExit(gw: GatewayHandle, signal: string): void {
+  gw.logger.info({ signal }, 'shutting down');
+  gw.close().then(
+    () => gw.logger.flush(() => process.exit(0)),
+    () => gw.logger.flush(() => process.exit(EXIT_FAIL)),
+  );
+}
+
+async function runPrimary(workers: number, config: Readonly<GatewayConfig>): Promise<void> {
   const logger = createLogger({ level: config.log.level });
   // Workers share the listening sockets (node:cluster); state is shared through Redis. The admin
   // API runs in every worker on the same port too, which is fine: it is stateless over the store.
-  logger.info({ workers }, 'starting workers');
   serveClusterMetrics();
-  let stopping = false;
-  for (let i = 0; i < workers; i++) cluster.fork();
-  cluster.on('exit', (worker, code, signal) => {
-    if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
-      return;
-    }
-    logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting a new one');
-    setTimeout(() => cluster.fork(), 500);
+  const code = await superviseWorkers({
+    workers,
+    logger,
+    shutdownTimeoutMs: config.server.shutdownTimeoutMs,
   });
-  const stop = () => {
-    stopping = true;
-    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
-    setTimeout(() => process.exit(0), config.server.shutdownTimeoutMs + 2000).unref();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  logger.flush(() => process.exit(code));
 }
 
 // ---- demo

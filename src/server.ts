@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -29,7 +28,7 @@ import {
   type GatewayMetrics,
   type KeyFileMetrics,
 } from './observability/metrics.js';
-import { createReadinessCheck } from './observability/readiness.js';
+import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
 import { createTracing, type Tracing } from './observability/tracing.js';
 import { methodRuleOf } from './proxy/routes.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
@@ -41,6 +40,7 @@ import type { KeyStore } from './store/types.js';
 import { UsageRecorder } from './usage/recorder.js';
 import { RedisUsageStore } from './usage/redis-usage-store.js';
 import { MemoryUsageStore, type UsageStore } from './usage/usage-store.js';
+import { readTlsFiles, watchTlsFiles, type TlsFiles, type TlsMaterial } from './tls.js';
 
 /**
  * A running gateway, as `startGateway` returns it: its ports, its parts (for the CLI, tests and
@@ -181,6 +181,8 @@ export async function startGateway(
   // The same checks as `config check` (admin token, key file, TLS files), every problem at once.
   const problems = findStartupProblems(config, { isLoopback: isLoopbackName, checkKeyFile: !opts.store });
   if (problems.length) throw new Error(`the configuration cannot start:\n  - ${problems.join('\n  - ')}`);
+  // Read before anything connects: a TLS file that cannot be used fails the start at once.
+  const tls = readListenerTls(config);
   const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
   // Off (and nothing of OpenTelemetry loaded) unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set.
   const tracing = await createTracing({ env: process.env, logger, exporter: opts.traceExporter });
@@ -192,20 +194,19 @@ export async function startGateway(
   const limiter = createLimiter(config, limiterRedis.client, metrics);
   const verifier = createVerifier(config, store, metrics);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
-  const service = new AdminService({
-    store,
-    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
-    routes: config.routes,
-    maxActiveKeys: config.keys.maxActiveKeys,
-    rotationAgeDays: config.keys.rotationAgeDays,
-    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
-  });
+  const service = createAdminService(config, store, logger);
   const onKeyInUrl = createExposedKeyHandler({
     store,
     recorder: service,
     keyFormat: { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat },
     revoke: config.keys.exposedKeys === 'revoke',
     onError: (err) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'),
+  });
+  const ready = createReadinessCheck({
+    store,
+    limiterRedis: limiterRedis.client,
+    failurePolicy: config.rateLimit.failurePolicy,
+    started: readyOnce(built.redis),
   });
   const app = createApp({
     config,
@@ -216,16 +217,21 @@ export async function startGateway(
       : null,
     logger,
     metrics,
-    ready: createReadinessCheck({ store, limiterRedis: limiterRedis.client }),
+    ready,
     onKeyExpired: createExpiryAuditor({ auditor: service }),
     onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
     tracing,
     onRequestFinished: usage?.onFinished,
   });
 
-  const server = createGatewayServer(config, app);
+  const server = createGatewayServer(config, app, tls.server);
   await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(config, { service, metrics, logger, usage }, server);
+  const adminServer = await startAdminServer(
+    config,
+    { service, metrics, logger, usage, ready, tls: tls.admin },
+    server,
+  );
+  const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
   logger.info(
@@ -233,6 +239,8 @@ export async function startGateway(
     'gateway listening',
   );
   const close = createCloser(config, {
+    stopTlsReload,
+    ready,
     server,
     adminServer,
     app,
@@ -278,6 +286,64 @@ function createUsage(
     if (st.company) recorder.record(st.company.id, st.error, status);
   };
   return { recorder, store, onFinished };
+}
+
+/** The admin service over the store, logging each audit entry. */
+function createAdminService(config: Readonly<GatewayConfig>, store: KeyStore, logger: Logger): AdminService {
+  return new AdminService({
+    store,
+    tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+    routes: config.routes,
+    maxActiveKeys: config.keys.maxActiveKeys,
+    rotationAgeDays: config.keys.rotationAgeDays,
+    onAudit: (entry) => logger.info({ audit: entry }, `audit ${entry.event}`),
+  });
+}
+
+/**
+ * Whether the store's Redis has been ready once (always true without one): until then nothing is
+ * cached and nothing can be served, so readiness answers `starting`.
+ */
+function readyOnce(client: RedisClient | undefined): () => boolean {
+  let once = !client || client.status === 'ready';
+  if (!once) client?.once('ready', () => (once = true));
+  return () => once;
+}
+
+/** The TLS material of each listener that has TLS files (`server.tls`, `admin.tls`), read and checked. */
+interface ListenerTls {
+  server?: TlsMaterial;
+  admin?: TlsMaterial;
+}
+
+function readListenerTls(config: Readonly<GatewayConfig>): ListenerTls {
+  const admin = config.admin.enabled ? config.admin.tls : undefined;
+  return {
+    ...(config.server.tls ? { server: readTlsFiles(config.server.tls, 'server.tls') } : {}),
+    ...(admin ? { admin: readTlsFiles(admin, 'admin.tls') } : {}),
+  };
+}
+
+/**
+ * Reloads each TLS listener's certificate when its files change (cert-manager's Secret rotation),
+ * without a restart. Returns the function that stops watching.
+ */
+function startTlsReload(
+  config: Readonly<GatewayConfig>,
+  logger: Logger,
+  tls: ListenerTls,
+  server: Server,
+  adminServer: Server | null,
+): () => void {
+  const watch = (s: Server, files: TlsFiles, m: TlsMaterial, configKey: string) =>
+    watchTlsFiles(s as unknown as HttpsServer, files, { configKey, logger, identity: m.identity });
+  const stops = [
+    tls.server && config.server.tls ? watch(server, config.server.tls, tls.server, 'server.tls') : null,
+    tls.admin && adminServer && config.admin.tls
+      ? watch(adminServer, config.admin.tls, tls.admin, 'admin.tls')
+      : null,
+  ];
+  return () => stops.forEach((stop) => stop?.());
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -357,6 +423,8 @@ async function startAdminServer(
     metrics: GatewayMetrics;
     logger: Logger;
     usage: { store: UsageStore } | null;
+    ready: ReadinessCheck;
+    tls: TlsMaterial | undefined;
   },
   gatewayServer: Server,
 ): Promise<Server | null> {
@@ -375,8 +443,19 @@ async function startAdminServer(
         }
       : null,
     usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,
+    ready: deps.ready,
   });
-  const adminServer = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, adminApp);
+  const options = { headersTimeout: 10_000, requestTimeout: 30_000 };
+  const adminServer: Server = deps.tls
+    ? createHttpsServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, adminApp)
+    : createHttpServer(options, adminApp);
+  if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {
+    // Not refused: a service mesh or a private network may encrypt below the gateway. Said loudly.
+    deps.logger.warn(
+      { host: config.admin.host },
+      'the admin API binds a non-loopback address over plain HTTP: its bearer token crosses the network in clear; set admin.tls (or encrypt in front)',
+    );
+  }
   try {
     await listen(adminServer, config.admin.port, config.admin.host);
   } catch (err) {
@@ -387,10 +466,12 @@ async function startAdminServer(
 }
 
 /**
- * What `close()` stops, in order: servers (drained), proxy agents, limiter leases, store, own limiter
+ * What `close()` stops, in order: readiness (to `draining`), servers (drained), proxy agents, limiter leases, store, own limiter
  * Redis, metrics.
  */
 interface Closeable {
+  stopTlsReload: () => void;
+  ready: ReadinessCheck;
   server: Server;
   adminServer: Server | null;
   app: { closeAgents(): void };
@@ -405,14 +486,17 @@ interface Closeable {
 
 /** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
 function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => Promise<void> {
-  const { server, adminServer, app, store, limiter, limiterRedis, metrics, logger, tracing, usage } = parts;
+  const { ready, server, adminServer, app, store, limiter, limiterRedis, metrics, logger, tracing, usage } =
+    parts;
   let closing: Promise<void> | null = null;
   return function close() {
     closing ??= (async () => {
-      await Promise.all([
-        drain(server, config.server.shutdownTimeoutMs),
-        adminServer ? drain(adminServer, 1000) : undefined,
-      ]);
+      parts.stopTlsReload();
+      // /readyz answers 503 `draining` from now on. The admin port stays up while the gateway port
+      // drains, so its /readyz and /metrics keep answering until the last request is done.
+      ready.drain();
+      await drain(server, config.server.shutdownTimeoutMs);
+      if (adminServer) await drain(adminServer, 1000);
       app.closeAgents();
       // Unused leased quota goes back while the Redis client is still open.
       await limiter.close();
@@ -434,6 +518,7 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
 function createGatewayServer(
   config: Readonly<GatewayConfig>,
   app: (req: IncomingMessage, res: ServerResponse) => void,
+  tls: TlsMaterial | undefined,
 ): Server {
   const s = config.server;
   const options = {
@@ -448,11 +533,8 @@ function createGatewayServer(
     insecureHTTPParser: false,
     requireHostHeader: true,
   };
-  const server = s.tls
-    ? createHttpsServer(
-        { ...options, cert: readFileSync(s.tls.certFile), key: readFileSync(s.tls.keyFile) },
-        app,
-      )
+  const server = tls
+    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, app)
     : createHttpServer(options, app);
   // Without this listener Node answers `100 Continue` by itself before we know who is calling.
   // The pipeline sends it after authentication and the rate limit (app.ts, forward).

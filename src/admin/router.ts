@@ -1,8 +1,10 @@
+import { BlockList, isIP } from 'node:net';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { safeMessage, sendError, type ErrorCode } from '../errors.js';
 import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
+import type { Readiness } from '../observability/readiness.js';
 import { isStoreOutage } from '../store/types.js';
 import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
 import { adminOpenApiDocument } from './openapi.js';
@@ -30,6 +32,8 @@ export interface AdminAppDeps {
   console?: { origin: string | null; host: string; tiers: readonly string[] } | null;
   /** Usage counts for `GET /companies/:id/usage`; null or absent: usage is off (404). */
   usage?: UsageQueryDeps | null;
+  /** Readiness behind the admin port's `/readyz` (omitted: the admin app serves no probes). */
+  ready?: () => Promise<Readiness>;
 }
 
 /**
@@ -53,6 +57,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     next();
   });
   app.use(createRefuseBrowsers(identities.length ? 'set' : null, consoleOpts));
+  if (deps.ready) app.use(createProbes(deps.ready, identities));
   app.use(createRequireToken(identities));
   app.use(createRequireRole());
   app.use(express.json({ limit: '64kb', strict: true }));
@@ -69,6 +74,41 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   return app;
 }
 
+/** The token of `Authorization: Bearer <token>`, if the header has that shape. */
+function bearerOf(req: { headers: { authorization?: string | undefined } }): string | undefined {
+  const auth = req.headers.authorization;
+  return typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
+}
+
+/**
+ * `GET|HEAD /healthz` and `/readyz` on the admin port, before the token check: probes (kubelet,
+ * load balancers) cannot hold a secret. With the token (or on a tokenless loopback admin API)
+ * `/readyz` answers `{status, checks, degraded}`; without it the status only, as on the public port.
+ */
+function createProbes(
+  ready: () => Promise<Readiness>,
+  identities: readonly AdminTokenEntry[],
+): RequestHandler {
+  return async function probes(req, res, next) {
+    if (
+      (req.path !== '/healthz' && req.path !== '/readyz') ||
+      (req.method !== 'GET' && req.method !== 'HEAD')
+    )
+      return next();
+    if (req.path === '/healthz') return void res.json({ status: 'ok' });
+    try {
+      const r = await ready();
+      const detailed = identities.length === 0 || identify(bearerOf(req), identities) !== null;
+      const body = detailed
+        ? { status: r.status, checks: r.checks, degraded: r.degraded }
+        : { status: r.status };
+      res.status(r.ok ? 200 : 503).json(body);
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
 /**
  * `Authorization: Bearer <token>` on every request, unless no token is set (loopback only: the
  * caller is `admin`). The caller's identity goes to `res.locals.admin` (actor of audit entries).
@@ -79,9 +119,7 @@ function createRequireToken(identities: readonly AdminTokenEntry[]): RequestHand
       res.locals.admin = { name: 'admin', role: 'admin' } satisfies AdminIdentity;
       return next();
     }
-    const auth = req.headers.authorization;
-    const presented = typeof auth === 'string' && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
-    const who = identify(presented, identities);
+    const who = identify(bearerOf(req), identities);
     if (!who) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="notify-gateway-admin"');
       return sendError(res, 'ADMIN_UNAUTHORIZED');
@@ -222,9 +260,19 @@ function reply<T>(res: Response, result: AdminResult<T>, okStatus = 200, secret 
   else sendError(res, result.code, result.details);
 }
 
-/** Whether a bare host name or address is loopback: `localhost`, `127.x.x.x`, `::1`. */
+/** 127.0.0.0/8 and ::1; `BlockList` also matches them written as IPv4-mapped IPv6 (`::ffff:127.0.0.1`). */
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a bare host name or address is loopback: `localhost`, `127.0.0.0/8`, `::1` in any
+ * spelling (`0:0:0:0:0:0:0:1`), and their IPv4-mapped forms (`::ffff:127.0.0.1`, `::ffff:7f00:1`).
+ */
 export function isLoopbackName(name: string): boolean {
-  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+  if (name.toLowerCase() === 'localhost') return true;
+  const family = isIP(name);
+  return family !== 0 && LOOPBACK.check(name, family === 6 ? 'ipv6' : 'ipv4');
 }
 
 /** The same for a `Host` header value (`name[:port]`, `[v6][:port]`). */

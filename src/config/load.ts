@@ -138,9 +138,10 @@ function validateInput(
   const config = parsed.data;
   const base = dirname(baseFile);
   config.store.file.path = resolvePath(base, config.store.file.path);
-  if (config.server.tls) {
-    config.server.tls.certFile = resolvePath(base, config.server.tls.certFile);
-    config.server.tls.keyFile = resolvePath(base, config.server.tls.keyFile);
+  for (const tls of [config.server.tls, config.admin.tls]) {
+    if (!tls) continue;
+    tls.certFile = resolvePath(base, tls.certFile);
+    tls.keyFile = resolvePath(base, tls.keyFile);
   }
   return { ok: true, file: baseFile, config: deepFreeze(config) };
 }

@@ -156,6 +156,11 @@ export const configSchema = z
               .strict(),
           )
           .default([]),
+        /** Serve the admin API over HTTPS (certificate reloaded when the files change, like server.tls). */
+        tls: z
+          .object({ certFile: z.string().min(1), keyFile: z.string().min(1) })
+          .strict()
+          .optional(),
       })
       .strict()
       .superRefine((a, ctx) => {

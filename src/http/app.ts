@@ -37,7 +37,7 @@ export interface AppDeps {
   logger: Logger;
   metrics: GatewayMetrics;
   /** Readiness of the store and the limiter. */
-  ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>;
+  ready: () => Promise<{ ok: boolean; status?: string }>;
   /** A URL carried something key-like; called after the 401 is sent (exposed-key handling). */
   onKeyInUrl?: (candidates: string[], req: IncomingMessage) => void;
   /** An expired key was presented (audit: the first time this instance sees it). */

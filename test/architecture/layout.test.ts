@@ -33,6 +33,8 @@ const AREAS = [
   ['http', 'http/'],
   ['demo', 'demo/'],
   ['server', 'server.ts'],
+  ['supervisor', 'supervisor.ts'],
+  ['tls', 'tls.ts'],
   ['cli', 'cli.ts'],
   ['index', 'index.ts'],
 ] as const;
@@ -63,6 +65,8 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   http: [...FOUNDATION, 'store', 'request-state', 'signing', 'auth', 'ratelimit', 'proxy', 'observability'],
   demo: allBut('demo', 'cli', 'index'),
   server: allBut('server', 'demo', 'cli', 'index'),
+  supervisor: [...FOUNDATION, 'observability'],
+  tls: [...FOUNDATION, 'observability'],
   cli: allBut('cli', 'index'),
   index: allBut('index', 'demo', 'cli'),
 };

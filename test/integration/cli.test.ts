@@ -359,6 +359,9 @@ describe('CLI', () => {
   test('serve refuses --workers > 1 without Redis, with a reason', async () => {
     const r = await cli(['serve', '--workers', '2'], {});
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /needs the redis store/);
+    assert.match(
+      r.stderr,
+      /needs rate limits shared between processes: the redis store \(REDIS_URL\), or the file store with rateLimit\.redisUrl/,
+    );
   });
 });

@@ -624,7 +624,9 @@ describe('failing dependencies', () => {
     });
     let redis: TestRedis | null = null;
     try {
-      assert.equal((await send(t.port, '/readyz')).status, 503);
+      const starting = await send(t.port, '/readyz');
+      assert.equal(starting.status, 503);
+      assert.deepEqual(starting.json, { status: 'starting' }, 'nothing loaded yet: nothing can be served');
       const s = Date.now();
       const r = await send(t.port, '/notify/v1/x', { headers: { 'X-API-Key': generateApiKey('live') } });
       assert.equal(r.status, 503);
@@ -669,7 +671,11 @@ describe('failing dependencies', () => {
       assert.deepEqual(statuses, [200, 200, 200, 200, 200], 'cached key served, insurance limiter counting');
       assert.ok(Math.max(...times) < 1500, `slowest answer ${Math.max(...times)} ms`);
       assert.equal(unknown.status, 503);
-      await eventually(async () => (await send(t.port, '/readyz')).status === 200, 5000, 100);
+      await eventually(
+        async () => ((await send(t.port, '/readyz')).json as { status: string }).status === 'ready',
+        5000,
+        100,
+      );
       const metrics = await fetch(`http://127.0.0.1:${t.adminPort}/metrics`, {
         headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
       });

@@ -4,17 +4,18 @@ import { assertFunction } from '../option-checks.js';
 import { pathOf } from '../request-url.js';
 
 export interface OwnEndpointsOptions {
-  /** Readiness of the instance's dependencies (answered by `/readyz`). */
-  ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>;
+  /** Readiness of the instance (answered by `/readyz`, status only: the checks are the admin port's). */
+  ready: () => Promise<{ ok: boolean; status?: string }>;
   /** Flags a key sent in a probe's query (see `createKeyInUrlNotes`). */
   checkAndNoteKeyInUrl: (req: IncomingMessage) => boolean;
 }
 
 /**
  * Step 4, the gateway's own endpoints, no key needed: `GET|HEAD /healthz` answers 200
- * `{status: 'ok'}`; `GET|HEAD /readyz` answers 200 `{status: 'ready', checks}` or 503
- * `{status: 'not ready', checks}`. Any other request goes on. A rejected `ready()` goes to the
- * error handler.
+ * `{status: 'ok'}`; `GET|HEAD /readyz` answers 200 (`ready`, `degraded`) or 503 (`starting`,
+ * `draining`, `not ready`) with `{status}` only: which internal checks failed is no business of
+ * a public client (the admin port's `/readyz` lists them). Any other request goes on. A rejected
+ * `ready()` goes to the error handler.
  *
  * @example
  * const ownEndpoints = createOwnEndpoints({ ready: async () => ({ ok: true, checks: {} }), checkAndNoteKeyInUrl });
@@ -32,6 +33,6 @@ export function createOwnEndpoints(opts: OwnEndpointsOptions): RequestHandler {
     if (path.length !== url.length) checkAndNoteKeyInUrl(req); // probes need no query; flag a key if one came
     if (path === '/healthz') return void res.json({ status: 'ok' });
     const r = await ready();
-    res.status(r.ok ? 200 : 503).json({ status: r.ok ? 'ready' : 'not ready', checks: r.checks });
+    res.status(r.ok ? 200 : 503).json({ status: r.status ?? (r.ok ? 'ready' : 'not ready') });
   };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminErrorCode } from '../../../src/admin/router.js';
+import { adminErrorCode, isLoopbackName } from '../../../src/admin/router.js';
 import { isStoreOutage } from '../../../src/store/types.js';
 
 describe('admin error mapping', () => {
@@ -42,5 +42,40 @@ describe('admin error mapping', () => {
       'ADMIN_UNSUPPORTED_MEDIA_TYPE',
     );
     assert.equal(adminErrorCode({ status: 400, type: 'request.aborted' }), 'BAD_REQUEST');
+  });
+});
+
+describe('isLoopbackName', () => {
+  test('loopback in every spelling, IPv4-mapped IPv6 included (net.BlockList)', () => {
+    for (const name of [
+      'localhost',
+      'LocalHost',
+      '127.0.0.1',
+      '127.255.3.4',
+      '::1',
+      '0:0:0:0:0:0:0:1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::FFFF:127.1.2.3',
+    ]) {
+      assert.equal(isLoopbackName(name), true, name);
+    }
+  });
+
+  test('anything else is not loopback', () => {
+    for (const name of [
+      '0.0.0.0',
+      '::',
+      '10.0.0.1',
+      '128.0.0.1',
+      '::ffff:10.0.0.1',
+      '::2',
+      '127.0.0.1.nip.io',
+      'localhost.example.com',
+      '127.999.0.1',
+      '',
+    ]) {
+      assert.equal(isLoopbackName(name), false, name);
+    }
   });
 });

@@ -10,10 +10,37 @@ import { startRedis, type TestRedis } from '../../helpers/redis.js';
 // Readiness is about Redis going away, so the Redis section starts its own redis-server on
 // loopback (test/helpers/redis.ts) and kills it; the rest needs no network.
 
+const READY = { ok: true, status: 'ready', checks: { store: 'ok', rateLimiter: 'ok' }, degraded: [] };
+
 describe('createReadinessCheck', () => {
   test('a reachable store and no limiter Redis: ready', async () => {
     const ready = createReadinessCheck({ store: new MemoryKeyStore() });
-    assert.deepEqual(await ready(), { ok: true, checks: { store: 'ok', rateLimiter: 'ok' } });
+    assert.deepEqual(await ready(), READY);
+  });
+
+  test('drain(): draining (not ready) from then on, whatever the checks say', async () => {
+    const ready = createReadinessCheck({ store: new MemoryKeyStore() });
+    ready.drain();
+    assert.deepEqual(await ready(), { ...READY, ok: false, status: 'draining' });
+  });
+
+  test('starting until the store answered once or started() says so; a later outage is degraded', async () => {
+    let up = false;
+    const store = { ping: async () => (up ? undefined : Promise.reject(new Error('down'))) };
+    const ready = createReadinessCheck({ store, started: () => false });
+    const starting = await ready();
+    assert.equal(starting.ok, false);
+    assert.equal(starting.status, 'starting');
+    assert.deepEqual(starting.degraded, ['store']);
+    up = true;
+    assert.deepEqual(await ready(), READY);
+    up = false;
+    assert.deepEqual(await ready(), {
+      ok: true,
+      status: 'degraded',
+      checks: { store: 'unavailable', rateLimiter: 'ok' },
+      degraded: ['store'],
+    });
   });
 
   describe('with Redis (store and limiter)', () => {
@@ -39,28 +66,51 @@ describe('createReadinessCheck', () => {
       await redis?.stop();
     });
 
-    test('ready while Redis answers, not ready while it is gone, ready again after it returns', async () => {
-      const ready = createReadinessCheck({ store, limiterRedis });
-      assert.deepEqual(await ready(), { ok: true, checks: { store: 'ok', rateLimiter: 'ok' } });
+    test('Redis paused: degraded (200) under insurance, not ready under closed', async () => {
+      const insurance = createReadinessCheck({ store, limiterRedis, failurePolicy: 'insurance' });
+      const closed = createReadinessCheck({ store, limiterRedis, failurePolicy: 'closed' });
+      assert.deepEqual(await closed(), READY);
+      redis.pause();
+      try {
+        const r = await insurance();
+        assert.equal(r.ok, true);
+        assert.equal(r.status, 'degraded');
+        assert.equal(r.checks.store, 'unavailable');
+        assert.ok(r.degraded.includes('store'));
+      } finally {
+        redis.resume();
+      }
+      await eventually(async () => (await insurance()).status === 'ready', 5000, 50);
+    });
+
+    test('Redis gone: degraded under insurance, not ready under closed; ready again after it returns', async () => {
+      const insurance = createReadinessCheck({ store, limiterRedis, failurePolicy: 'insurance' });
+      const closed = createReadinessCheck({ store, limiterRedis, failurePolicy: 'closed' });
+      assert.deepEqual(await insurance(), READY);
 
       await redis.kill();
       // Each client notices the lost connection on its own: wait until both checks report it.
       await eventually(
         async () => {
-          const r = await ready();
+          const r = await insurance();
           return r.checks.store !== 'ok' && r.checks.rateLimiter !== 'ok';
         },
         5000,
         50,
       );
-      const down = await ready();
-      assert.equal(down.ok, false);
+      const down = await insurance();
+      assert.equal(down.ok, true);
+      assert.equal(down.status, 'degraded');
+      assert.deepEqual(down.degraded, ['store', 'rateLimiter']);
       assert.equal(down.checks.store, 'unavailable');
       assert.match(down.checks.rateLimiter!, /^redis (?!ready$)\w+$/);
+      const cannotServe = await closed();
+      assert.equal(cannotServe.ok, false);
+      assert.equal(cannotServe.status, 'not ready');
 
       await redis.restart();
-      await eventually(async () => (await ready()).ok, 10_000, 50);
-      assert.deepEqual(await ready(), { ok: true, checks: { store: 'ok', rateLimiter: 'ok' } });
+      await eventually(async () => (await insurance()).status === 'ready', 10_000, 50);
+      assert.deepEqual(await closed(), READY);
     });
   });
 });

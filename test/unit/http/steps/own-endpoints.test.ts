@@ -8,7 +8,9 @@ import { serveStep, type StepServer } from '../../../helpers/step-server.js';
 const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
-async function start(ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>) {
+async function start(
+  ready: () => Promise<{ ok: boolean; status?: string; checks?: Record<string, string> }>,
+) {
   const checked: string[] = [];
   const checkAndNoteKeyInUrl = (req: IncomingMessage) => {
     checked.push(req.url ?? '');
@@ -30,16 +32,22 @@ describe('own endpoints step', () => {
     assert.deepEqual(checked, []);
   });
 
-  test('/readyz answers 200 or 503 with the checks', async () => {
-    let ok = true;
-    const { srv } = await start(async () => ({ ok, checks: { store: ok ? 'ok' : 'unavailable' } }));
+  test('/readyz answers 200 or 503 with the status only, never the check names', async () => {
+    let r: { ok: boolean; status?: string } = { ok: true };
+    const { srv } = await start(async () => ({ ...r, checks: { store: r.ok ? 'ok' : 'unavailable' } }));
     const up = await send(srv.port, '/readyz');
     assert.equal(up.status, 200);
-    assert.deepEqual(up.json, { status: 'ready', checks: { store: 'ok' } });
-    ok = false;
+    assert.deepEqual(up.json, { status: 'ready' });
+    r = { ok: true, status: 'degraded' };
+    const degraded = await send(srv.port, '/readyz');
+    assert.equal(degraded.status, 200);
+    assert.deepEqual(degraded.json, { status: 'degraded' });
+    r = { ok: false };
     const down = await send(srv.port, '/readyz');
     assert.equal(down.status, 503);
-    assert.deepEqual(down.json, { status: 'not ready', checks: { store: 'unavailable' } });
+    assert.deepEqual(down.json, { status: 'not ready' });
+    r = { ok: false, status: 'draining' };
+    assert.deepEqual((await send(srv.port, '/readyz')).json, { status: 'draining' });
     assert.equal(srv.reached.length, 0);
   });
 
