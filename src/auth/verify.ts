@@ -1,13 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../errors.js';
-import {
-  isKeyActive,
-  type Company,
-  type Invalidation,
-  type KeyRecord,
-  type KeyStore,
-} from '../store/types.js';
-import { isoSeconds } from '../time.js';
+import { type Company, type Invalidation, type KeyRecord, type KeyStore } from '../store/types.js';
+import { isoSeconds, parseInstant } from '../time.js';
 import { hashApiKey, parseApiKey } from './api-key.js';
 
 /** Why a request was denied; each maps to one entry of the error registry. */
@@ -105,36 +99,84 @@ export class KeyVerifier {
   }
 
   async verify(raw: string | string[] | undefined): Promise<Verification> {
-    // --- presence: Node joins repeated header lines with ", ", an array never reaches here for
-    // X-API-Key, but be strict anyway.
+    const refused = this.checkFormat(raw);
+    if (refused !== null) return refused;
+    // --- key record
+    const key = await this.lookupKey(hashApiKey(raw as string));
+    const now = this.now();
+    const keyRefused = this.checkKey(key, now);
+    if (keyRefused !== null) return keyRefused;
+    // --- company
+    return this.checkCompany(key!, await this.lookupCompany(key!.companyId), now);
+  }
+
+  /**
+   * `verify`'s answer when it needs no store read — a format refusal, or a key and company whose
+   * cached records are fresh (counted as cache hits, the key's use recorded) — else `undefined`
+   * (nothing counted or recorded): call `verify`. Lets the request path skip `verify`'s promises.
+   */
+  verifyCached(raw: string | string[] | undefined): Verification | undefined {
+    const refused = this.checkFormat(raw);
+    if (refused !== null) return refused;
+    const now = this.now();
+    const keyEntry = this.freshEntry(this.keys, hashApiKey(raw as string), now);
+    if (keyEntry === undefined) return undefined;
+    const key = keyEntry.value;
+    if (key !== null && this.checkKey(key, now) === null) {
+      const companyEntry = this.freshEntry(this.companies, key.companyId, now);
+      if (companyEntry === undefined) return undefined;
+      this.opts.onCache?.('key', 'hit');
+      this.opts.onCache?.('company', 'hit');
+      return this.checkCompany(key, companyEntry.value, now);
+    }
+    this.opts.onCache?.('key', 'hit');
+    return this.checkKey(key, now)!;
+  }
+
+  /** Presence and format, before any store access: a refusal, or null to go on. */
+  private checkFormat(raw: string | string[] | undefined): Verification | null {
+    // Node joins repeated header lines with ", ", an array never reaches here for X-API-Key, but
+    // be strict anyway.
     if (raw === undefined || raw === '') return { ok: false, code: 'MISSING_KEY', reason: 'missing' };
     if (typeof raw !== 'string') return { ok: false, code: 'INVALID_KEY', reason: 'malformed' };
-
-    // --- format: rejected before any store access
     const parsed = parseApiKey(raw, {
       maxLength: this.opts.maxKeyLength,
       acceptLegacy: this.opts.acceptLegacyFormat,
     });
-    if (!parsed.ok) return { ok: false, code: 'INVALID_KEY', reason: parsed.reason };
+    return parsed.ok ? null : { ok: false, code: 'INVALID_KEY', reason: parsed.reason };
+  }
 
-    // --- key record
-    const key = await this.lookupKey(hashApiKey(raw));
+  /** The key record's own checks (known, not revoked, not expired): a refusal, or null. */
+  private checkKey(key: KeyRecord | null, now: number): Verification | null {
     if (!key) return { ok: false, code: 'INVALID_KEY', reason: 'unknown' };
-    const now = this.now();
-    if (!isKeyActive(key, now)) {
-      const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
-      return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired', key };
-    }
+    if (isActiveAt(key, now)) return null;
+    const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
+    return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired', key };
+  }
 
-    // --- company
-    const company = await this.lookupCompany(key.companyId);
+  /** The company's checks, then the key's use recorded: the final answer for an active key. */
+  private checkCompany(key: KeyRecord, company: Company | null, now: number): Verification {
     if (!company) return { ok: false, code: 'INVALID_KEY', reason: 'orphan' };
     if (company.status !== 'active')
       return { ok: false, code: 'COMPANY_INACTIVE', reason: 'company_inactive' };
     if (!company.apiAccess) return { ok: false, code: 'API_ACCESS_DISABLED', reason: 'api_access_disabled' };
-
     this.recordUse(key, now);
     return { ok: true, key, company };
+  }
+
+  /** A cached entry still within its TTL (positive or negative), or undefined. */
+  private freshEntry<T>(
+    cache: LRUCache<string, Entry<T | null>>,
+    id: string,
+    now: number,
+  ): Entry<T | null> | undefined {
+    const entry = cache.get(id);
+    return entry !== undefined && this.isFresh(entry, now) ? entry : undefined;
+  }
+
+  private isFresh(entry: Entry<unknown>, now: number): boolean {
+    const ttl = entry.value === null ? this.opts.negativeTtlMs : this.opts.positiveTtlMs;
+    return now - entry.fetchedAt < ttl;
   }
 
   private lookupKey(hash: string): Promise<KeyRecord | null> {
@@ -156,12 +198,9 @@ export class KeyVerifier {
   ): Promise<T | null> {
     const entry = cache.get(id);
     const now = this.now();
-    if (entry) {
-      const ttl = entry.value === null ? this.opts.negativeTtlMs : this.opts.positiveTtlMs;
-      if (now - entry.fetchedAt < ttl) {
-        this.opts.onCache?.(kind, 'hit');
-        return entry.value;
-      }
+    if (entry && this.isFresh(entry, now)) {
+      this.opts.onCache?.(kind, 'hit');
+      return entry.value;
     }
     let pending = inflight.get(id);
     if (!pending) {
@@ -204,4 +243,31 @@ export class KeyVerifier {
     key.lastUsedAt = at;
     this.opts.store.touchKey(key, at).catch((err: unknown) => this.opts.onStoreError?.('touch_key', err));
   }
+}
+
+/** A record's end of activity (epoch ms), with the strings it was parsed from. */
+interface ActiveUntil {
+  revokedAt: string | null;
+  expiresAt: string | null;
+  until: number;
+}
+/**
+ * `revokedAt`/`expiresAt` parsed once per cached record object, not on every request (epoch ms).
+ * Re-parsed if either string changes on the object.
+ */
+const activeUntil = new WeakMap<KeyRecord, ActiveUntil>();
+
+/** `isKeyActive(key, now)`, with the record's instants parsed once (unparseable: never active). */
+function isActiveAt(key: KeyRecord, now: number): boolean {
+  let a = activeUntil.get(key);
+  if (a === undefined || a.revokedAt !== key.revokedAt || a.expiresAt !== key.expiresAt) {
+    const end = (at: string | null) => (at === null ? Infinity : (parseInstant(at) ?? -Infinity));
+    a = {
+      revokedAt: key.revokedAt,
+      expiresAt: key.expiresAt,
+      until: Math.min(end(key.revokedAt), end(key.expiresAt)),
+    };
+    activeUntil.set(key, a);
+  }
+  return now < a.until;
 }

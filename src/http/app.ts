@@ -1,5 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import express, { type Express } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -88,60 +94,81 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     onKeyInUrl: deps.onKeyInUrl,
   });
 
+  // The request's path through the gateway, top to bottom, run in order by one function.
+  const pipeline = runInOrder([
+    createRequestContext({
+      requestIdHeader: config.headers.requestId,
+      acceptClientRequestId: config.headers.acceptClientRequestId,
+      trustedProxies: config.server.trustedProxies,
+      keyMaxLength: config.keys.maxLength,
+      accessLog: config.log.accessLog,
+      logger,
+      metrics,
+      ...tracing,
+      onFinished: deps.onRequestFinished,
+    }),
+    createSecurityHeaders(),
+    createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),
+    createOwnEndpoints({ ready: deps.ready, checkAndNoteKeyInUrl }),
+    createTransportGuard({
+      requireHttps: config.server.requireHttps,
+      refuseBrowserRequests: config.browser.refuseBrowserRequests,
+      checkAndNoteKeyInUrl,
+    }),
+    createRouteMatch({ matchRoute, checkAndNoteKeyInUrl }),
+    createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl }),
+    createAuthenticate({
+      verifier: deps.verifier,
+      authFailures,
+      failureCounter: metrics.authFailures,
+      onKeyExpired: deps.onKeyExpired,
+      ...tracing,
+    }),
+    createScopeCheck({ metrics }),
+    createRateLimit({
+      limiter: deps.limiter,
+      metrics,
+      companyLabel: config.metrics.companyLabel,
+      ...tracing,
+    }),
+    createBodyLimit({ bodyLimitBytes: config.server.bodyLimitBytes }),
+    createForward({
+      headers: config.headers,
+      // A client-sent signature header is as untrusted as a client-sent company id.
+      untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
+      proxies,
+      noteKeyInUrl,
+      ...tracing,
+    }),
+  ]);
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  // The request's path through the gateway, top to bottom. One Express layer runs the steps in
-  // order (Express's per-layer routing would otherwise run for each of them).
-  app.use(
-    runInOrder([
-      createRequestContext({
-        requestIdHeader: config.headers.requestId,
-        acceptClientRequestId: config.headers.acceptClientRequestId,
-        trustedProxies: config.server.trustedProxies,
-        keyMaxLength: config.keys.maxLength,
-        accessLog: config.log.accessLog,
-        logger,
-        metrics,
-        ...tracing,
-        onFinished: deps.onRequestFinished,
-      }),
-      createSecurityHeaders(),
-      createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),
-      createOwnEndpoints({ ready: deps.ready, checkAndNoteKeyInUrl }),
-      createTransportGuard({
-        requireHttps: config.server.requireHttps,
-        refuseBrowserRequests: config.browser.refuseBrowserRequests,
-        checkAndNoteKeyInUrl,
-      }),
-      createRouteMatch({ matchRoute, checkAndNoteKeyInUrl }),
-      createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl }),
-      createAuthenticate({
-        verifier: deps.verifier,
-        authFailures,
-        failureCounter: metrics.authFailures,
-        onKeyExpired: deps.onKeyExpired,
-        ...tracing,
-      }),
-      createScopeCheck({ metrics }),
-      createRateLimit({
-        limiter: deps.limiter,
-        metrics,
-        companyLabel: config.metrics.companyLabel,
-        ...tracing,
-      }),
-      createBodyLimit({ bodyLimitBytes: config.server.bodyLimitBytes }),
-      createForward({
-        headers: config.headers,
-        // A client-sent signature header is as untrusted as a client-sent company id.
-        untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
-        proxies,
-        noteKeyInUrl,
-        ...tracing,
-      }),
-    ]),
-  );
-  app.use(createNotFound());
-  app.use(createErrorHandler({ logger }));
+  // No step uses Express's request or response API, so the app's own handle (prototype swap of
+  // req and res, router, finalhandler: ~4 % of a proxied request's CPU) is replaced by the steps.
+  // Mounted in another Express app, it still answers every request itself.
+  Object.assign(app, { handle: direct(pipeline, createNotFound(), createErrorHandler({ logger })) });
   return Object.assign(app, { closeAgents });
+}
+
+/**
+ * The app's request handler: the steps, then 404 for anything they left, or the error handler.
+ * An error handler that throws leaves the response destroyed rather than hanging.
+ */
+function direct(
+  pipeline: RequestHandler,
+  notFound: RequestHandler,
+  errorHandler: ErrorRequestHandler,
+): (req: Request, res: Response) => void {
+  return function handleRequest(req, res) {
+    const noop = () => undefined;
+    void pipeline(req, res, (err?: unknown) => {
+      try {
+        if (err === undefined || err === null || err === 'route') void notFound(req, res, noop);
+        else errorHandler(err, req, res, noop);
+      } catch {
+        res.destroy();
+      }
+    });
+  };
 }

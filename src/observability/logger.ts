@@ -59,3 +59,27 @@ function secondClock(): () => string {
     return text;
   };
 }
+
+/**
+ * The names the redaction removes wherever they appear (the last segment of each `REDACT_PATHS`
+ * entry, plus the `headers`/`req` objects those paths reach into): a log record that holds none of
+ * them, as a field or inside one, has nothing to redact.
+ */
+export const REDACTED_NAMES: readonly string[] = [
+  ...new Set(
+    REDACT_PATHS.flatMap((p) => [
+      p.split('.')[0]!.replace(/\[.*$/, ''),
+      p.replace(/^.*[.[]"?/, '').replace(/"?\]$/, ''),
+    ]),
+  ),
+].filter((n) => n !== '*');
+
+/**
+ * A child of `logger` that writes to the same destination in the same format, without the
+ * redaction pass (~8 µs per line, most of what a line costs). Only for records made of fixed
+ * scalar fields none of which is in `REDACTED_NAMES` — the access line (its fields are typed and
+ * checked against that list by test): on such a record the redaction cannot change a byte.
+ */
+export function unredactedChild(logger: Logger): Logger {
+  return logger.child({}, { redact: [] });
+}

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { assertFunction } from '../option-checks.js';
 import { pathOf } from '../request-url.js';
@@ -24,15 +24,27 @@ export function createOwnEndpoints(opts: OwnEndpointsOptions): RequestHandler {
   assertFunction(opts.ready, 'ready');
   assertFunction(opts.checkAndNoteKeyInUrl, 'checkAndNoteKeyInUrl');
   const { ready, checkAndNoteKeyInUrl } = opts;
-  return async function ownEndpoints(req, res, next) {
+  // Not async: every proxied request passes here, and a promise per request is not free.
+  return function ownEndpoints(req, res, next) {
     const url = req.url;
     if (url.charCodeAt(1) !== 104 && url.charCodeAt(1) !== 114) return next(); // fast path: not /h… or /r…
     const path = pathOf(url);
     if (path !== '/healthz' && path !== '/readyz') return next();
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     if (path.length !== url.length) checkAndNoteKeyInUrl(req); // probes need no query; flag a key if one came
-    if (path === '/healthz') return void res.json({ status: 'ok' });
-    const r = await ready();
-    res.status(r.ok ? 200 : 503).json({ status: r.status ?? (r.ok ? 'ready' : 'not ready') });
+    if (path === '/healthz') return void answerJson(res, 200, { status: 'ok' });
+    // The public port says the status only; the admin port's /readyz lists the checks.
+    return ready().then((r) =>
+      answerJson(res, r.ok ? 200 : 503, { status: r.status ?? (r.ok ? 'ready' : 'not ready') }),
+    );
   };
+}
+
+/** A JSON answer with Node's own API (the gateway's app does not run Express's response methods). */
+function answerJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import proxyAddr from 'proxy-addr';
 import { childCache, type GatewayMetrics } from '../../observability/metrics.js';
-import type { Logger } from '../../observability/logger.js';
+import { unredactedChild, type Logger } from '../../observability/logger.js';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { mayHoldKey } from '../../proxy/key-material.js';
 import type { RequestState } from '../../request-state.js';
@@ -92,8 +92,29 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
   };
 }
 
-/** The access log line of one finished (or aborted) request. */
-function createAccessLog(logger: Logger) {
+/** The fields of the access line, all scalars: none may be a name the logger redacts (tested). */
+export const ACCESS_LINE_FIELDS = [
+  'requestId',
+  'method',
+  'route',
+  'path',
+  'status',
+  'aborted',
+  'durationMs',
+  'companyId',
+  'keyId',
+  'error',
+  'denyReason',
+  'clientIp',
+] as const;
+type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | boolean | undefined>;
+
+/**
+ * The access log line of one finished (or aborted) request. Written without the redaction pass
+ * (`unredactedChild`): the line is `AccessLine`, fixed scalar fields, none of them redacted names.
+ */
+function createAccessLog(parent: Logger) {
+  const logger = unredactedChild(parent);
   return function logRequest(
     req: IncomingMessage,
     res: ServerResponse,
@@ -105,25 +126,22 @@ function createAccessLog(logger: Logger) {
     // Probes hit every pod every few seconds: keep them out of the info-level access log.
     const log =
       state.route === '-' && (path === '/healthz' || path === '/readyz') ? logger.debug : logger.info;
-    log.call(
-      logger,
-      {
-        requestId: state.id,
-        method: req.method,
-        route: state.route,
-        // Never the query string. A URL that carried a key is not logged at all: a key-named
-        // parameter can hide in the path too (`;api_key=...`), and legacy keys have no shape to redact.
-        path: state.keyInUrl ? '[redacted: key in URL]' : path,
-        status,
-        aborted: !res.writableFinished || undefined,
-        durationMs: Math.round(seconds * 1e4) / 10,
-        companyId: state.company?.id,
-        keyId: state.key?.id,
-        error: state.error,
-        denyReason: state.denyReason,
-        clientIp: state.clientIp,
-      },
-      'request',
-    );
+    const line: AccessLine = {
+      requestId: state.id,
+      method: req.method,
+      route: state.route,
+      // Never the query string. A URL that carried a key is not logged at all: a key-named
+      // parameter can hide in the path too (`;api_key=...`), and legacy keys have no shape to redact.
+      path: state.keyInUrl ? '[redacted: key in URL]' : path,
+      status,
+      aborted: !res.writableFinished || undefined,
+      durationMs: Math.round(seconds * 1e4) / 10,
+      companyId: state.company?.id,
+      keyId: state.key?.id,
+      error: state.error,
+      denyReason: state.denyReason,
+      clientIp: state.clientIp,
+    };
+    log.call(logger, line, 'request');
   };
 }

@@ -308,3 +308,57 @@ describe('KeyVerifier', () => {
     });
   });
 });
+
+describe('KeyVerifier.verifyCached (the request path without promises)', () => {
+  test('answers only from fresh cached records, as verify would, counting the same hits', async () => {
+    const f = await setup();
+    assert.equal(f.verifier.verifyCached(f.key), undefined, 'nothing cached yet');
+    assert.deepEqual(f.cacheEvents, [], 'an undefined answer counts nothing');
+    const viaStore = await f.verifier.verify(f.key);
+    assert.deepEqual(f.cacheEvents, ['key:miss', 'company:miss']);
+    const cached = f.verifier.verifyCached(f.key);
+    assert.deepEqual(cached, viaStore);
+    assert.deepEqual(f.cacheEvents, ['key:miss', 'company:miss', 'key:hit', 'company:hit']);
+    f.clock.now += POSITIVE_TTL;
+    assert.equal(f.verifier.verifyCached(f.key), undefined, 'a record past its TTL needs the store');
+    assert.equal(f.cacheEvents.length, 4);
+    assert.equal(f.probe.count('findKeyByHash'), 1);
+  });
+
+  test('format refusals and cached unknown or revoked keys are answered without the store', async () => {
+    const f = await setup();
+    assert.deepEqual(f.verifier.verifyCached(undefined), {
+      ok: false,
+      code: 'MISSING_KEY',
+      reason: 'missing',
+    });
+    const typo = f.key.slice(0, -1) + (f.key.endsWith('A') ? 'B' : 'A');
+    assert.deepEqual(f.verifier.verifyCached(typo), { ok: false, code: 'INVALID_KEY', reason: 'checksum' });
+    const unknown = generateApiKey('live');
+    assert.equal(f.verifier.verifyCached(unknown), undefined);
+    assert.deepEqual(await f.verifier.verify(unknown), { ok: false, code: 'INVALID_KEY', reason: 'unknown' });
+    assert.deepEqual(f.verifier.verifyCached(unknown), { ok: false, code: 'INVALID_KEY', reason: 'unknown' });
+    await f.revoke();
+    const revoked = await f.verifier.verify(f.key);
+    assert.equal(!revoked.ok && revoked.reason, 'revoked');
+    const again = f.verifier.verifyCached(f.key);
+    assert.equal(again !== undefined && !again.ok && again.reason, 'revoked');
+    assert.equal(f.probe.count('findKeyByHash'), 2);
+    assert.equal(f.probe.count('touchKey'), 0, 'a refused key records no use');
+  });
+
+  test('a cached key stops at its expiresAt to the millisecond (instants parsed once per record)', async () => {
+    const f = await setup({ positiveTtlMs: 10_000 });
+    await f.probe.updateKey(f.record.id, { expiresAt: isoSeconds(T0 + 2000) });
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    f.clock.now = T0 + 1999;
+    assert.equal(f.verifier.verifyCached(f.key)?.ok, true);
+    assert.equal((await f.verifier.verify(f.key)).ok, true);
+    f.clock.now = T0 + 2000;
+    const expired = f.verifier.verifyCached(f.key);
+    assert.equal(expired !== undefined && !expired.ok && expired.reason, 'expired');
+    const viaVerify = await f.verifier.verify(f.key);
+    assert.equal(!viaVerify.ok && viaVerify.reason, 'expired');
+    assert.equal(f.probe.count('findKeyByHash'), 1, 'all from the one cached record');
+  });
+});

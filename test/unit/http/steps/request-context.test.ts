@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createRequestContext } from '../../../../src/http/steps/request-context.js';
+import { ACCESS_LINE_FIELDS, createRequestContext } from '../../../../src/http/steps/request-context.js';
+import { REDACTED_NAMES } from '../../../../src/observability/logger.js';
 import { createMetrics } from '../../../../src/observability/metrics.js';
 import { eventually, send } from '../../../helpers/http.js';
 import { captureLogger, serveStep, seriesValue, type StepServer } from '../../../helpers/step-server.js';
@@ -28,6 +29,21 @@ const servers: StepServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
 describe('request context step', () => {
+  test('the access line (written without the redaction pass) holds no field the logger redacts', async () => {
+    for (const field of ACCESS_LINE_FIELDS) assert.ok(!REDACTED_NAMES.includes(field), field);
+    const { srv, log } = await start();
+    const key = 'nk_live_' + 'a1B2c3D4e5'.repeat(3) + 'XyZ9ab';
+    await send(srv.port, '/x?y=1', { headers: { 'X-API-Key': key, Authorization: `Bearer ${key}` } });
+    await eventually(async () => log.lines().some((l) => l.msg === 'request'), 2000);
+    const line = log.lines().find((l) => l.msg === 'request')!;
+    const allowed = new Set<string>([...ACCESS_LINE_FIELDS, 'level', 'time', 'service', 'msg']);
+    for (const [name, value] of Object.entries(line)) {
+      assert.ok(allowed.has(name), `unexpected field ${name}`);
+      assert.notEqual(typeof value, 'object', `${name} is not a scalar`);
+    }
+    assert.ok(!JSON.stringify(line).includes('a1B2c3D4e5'));
+  });
+
   test('a client request id that carries the presented key is not adopted', async () => {
     const { srv } = await start({ acceptClientRequestId: true });
     const key = 'nk_live_' + 'a1B2c3D4e5'.repeat(3) + 'XyZ9ab';
