@@ -195,13 +195,7 @@ export async function startGateway(
   const verifier = createVerifier(config, store, metrics);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger);
-  const onKeyInUrl = createExposedKeyHandler({
-    store,
-    recorder: service,
-    keyFormat: { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat },
-    revoke: config.keys.exposedKeys === 'revoke',
-    onError: (err) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'),
-  });
+  const onKeyInUrl = createKeyInUrlHandler(config, store, service, logger);
   const ready = createReadinessCheck({
     store,
     limiterRedis: limiterRedis.client,
@@ -254,6 +248,22 @@ export async function startGateway(
   });
   const flushTraces = () => tracing.forceFlush();
   return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, close };
+}
+
+/** A valid key seen in a URL: flag it exposed (audited), or revoke it (`keys.exposedKeys`). */
+function createKeyInUrlHandler(
+  config: Readonly<GatewayConfig>,
+  store: KeyStore,
+  service: AdminService,
+  logger: Logger,
+): ReturnType<typeof createExposedKeyHandler> {
+  return createExposedKeyHandler({
+    store,
+    recorder: service,
+    keyFormat: { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat },
+    revoke: config.keys.exposedKeys === 'revoke',
+    onError: (err) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'),
+  });
 }
 
 /**

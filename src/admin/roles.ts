@@ -46,6 +46,7 @@ export const ADMIN_ROUTE_ROLES: readonly AdminRouteRole[] = [
   { method: 'DELETE', path: '/admin/v1/keys/:keyId', role: 'keys' },
   { method: 'POST', path: '/admin/v1/companies', role: 'admin' },
   { method: 'PATCH', path: '/admin/v1/companies/:id', role: 'admin' },
+  { method: 'PATCH', path: '/admin/v1/keys/:keyId', role: 'admin' },
 ];
 
 /** Whether `have` includes `need`. */

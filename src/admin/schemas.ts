@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { scopeListSchema, windowListSchema } from '../config/limits.js';
 import type { ErrorCode } from '../errors.js';
+import { requiredRole, type AdminRole } from './roles.js';
 import { ID_PATTERN } from '../store/types.js';
 import { INSTANT_MESSAGE, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
 
@@ -182,17 +183,47 @@ export const auditEntrySchema = z
   })
   .strict();
 
+/** `GET /admin/v1/companies/:id/usage` query (rules in src/usage/query.ts: 400 naming the parameter). */
+export const usageQuerySchema = z.object({
+  from: z.string().optional(),
+  to: z.string().optional(),
+  granularity: z.enum(['hour', 'day']).optional(),
+});
+
+/** Requests of a company per hour or day (src/usage/query.ts `UsageReport`). */
+export const usageReportSchema = z
+  .object({
+    companyId: z.string(),
+    granularity: z.enum(['hour', 'day']),
+    from: instant,
+    to: instant,
+    buckets: z.array(
+      z
+        .object({
+          start: instant,
+          allowed: z.number().int(),
+          rateLimited: z.number().int(),
+          scopeDenied: z.number().int(),
+          upstream2xx: z.number().int(),
+          upstream4xx: z.number().int(),
+          upstream5xx: z.number().int(),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+
 /** Every error answer: the spec's `{error, details}` (src/errors.ts). */
 export const errorBodySchema = z.object({ error: z.string(), details: z.string() }).strict();
 
 // ---- operations
 
 /**
- * What an operation needs once admin roles exist (`x-required-role` in the document): `read` for
- * reads (lists, single records, audit, usage, metrics, this document), `keys` for key create,
- * rotate and revoke, `admin` for everything else.
+ * What an operation needs (`x-required-role` in the document), taken from the one route → role
+ * table, `ADMIN_ROUTE_ROLES` in roles.ts: `read` for every GET, `keys` for key create, rotate and
+ * revoke, `admin` for everything else.
  */
-export type AdminRole = 'read' | 'keys' | 'admin';
+export type { AdminRole };
 
 /** One admin API operation: what the router serves and the document describes. */
 export interface AdminOperation {
@@ -215,6 +246,7 @@ export interface AdminOperation {
 /** Answers any admin request can get: no token, a browser, a body that is not JSON, outages. */
 export const COMMON_ADMIN_ERRORS: readonly ErrorCode[] = [
   'ADMIN_UNAUTHORIZED',
+  'ADMIN_FORBIDDEN',
   'ADMIN_BROWSER_REQUEST',
   'ADMIN_LOOPBACK_ONLY',
   'ADMIN_UNSUPPORTED_MEDIA_TYPE',
@@ -228,124 +260,147 @@ export const COMMON_ADMIN_ERRORS: readonly ErrorCode[] = [
 const WRITE_ERRORS: readonly ErrorCode[] = ['ADMIN_INVALID_REQUEST', 'ADMIN_READ_ONLY_STORE'];
 const V1 = '/admin/v1';
 
-/** Every admin API route, in the router's order. */
-export const ADMIN_OPERATIONS: readonly AdminOperation[] = [
-  {
-    method: 'get',
-    path: '/metrics',
-    operationId: 'getMetrics',
-    summary: 'Prometheus metrics (this process, or every worker under --workers)',
-    role: 'read',
-    ok: { status: 200, schema: z.string(), text: 'text/plain; version=0.0.4' },
-    errors: [],
-  },
-  {
-    method: 'post',
-    path: `${V1}/companies`,
-    operationId: 'createCompany',
-    summary: 'Create a company',
-    role: 'admin',
-    body: companyCreateSchema,
-    ok: { status: 201, schema: companySchema },
-    errors: [...WRITE_ERRORS, 'ADMIN_DUPLICATE_COMPANY'],
-  },
-  {
-    method: 'get',
-    path: `${V1}/companies`,
-    operationId: 'listCompanies',
-    summary: 'List companies',
-    role: 'read',
-    ok: { status: 200, schema: z.array(companySchema) },
-    errors: [],
-  },
-  {
-    method: 'get',
-    path: `${V1}/companies/:id`,
-    operationId: 'getCompany',
-    summary: 'Read a company',
-    role: 'read',
-    ok: { status: 200, schema: companySchema },
-    errors: ['ADMIN_UNKNOWN_ID'],
-  },
-  {
-    method: 'patch',
-    path: `${V1}/companies/:id`,
-    operationId: 'updateCompany',
-    summary: 'Change a company (takes effect on every instance within 1 s)',
-    role: 'admin',
-    body: companyPatchSchema,
-    ok: { status: 200, schema: companySchema },
-    errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID'],
-  },
-  {
-    method: 'post',
-    path: `${V1}/companies/:id/keys`,
-    operationId: 'createKey',
-    summary: 'Create a key; the answer is the only place the key appears',
-    role: 'keys',
-    body: keyCreateSchema,
-    bodyOptional: true,
-    ok: { status: 201, schema: createdKeySchema },
-    errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_CAP_REACHED'],
-  },
-  {
-    method: 'get',
-    path: `${V1}/companies/:id/keys`,
-    operationId: 'listKeys',
-    summary: "List a company's keys (never the key or its hash)",
-    role: 'read',
-    ok: { status: 200, schema: z.array(keyViewSchema) },
-    errors: ['ADMIN_UNKNOWN_ID'],
-  },
-  {
-    method: 'get',
-    path: `${V1}/keys/:keyId`,
-    operationId: 'getKey',
-    summary: 'Read a key (never the key or its hash)',
-    role: 'read',
-    ok: { status: 200, schema: keyViewSchema },
-    errors: ['ADMIN_UNKNOWN_ID'],
-  },
-  {
-    method: 'delete',
-    path: `${V1}/keys/:keyId`,
-    operationId: 'revokeKey',
-    summary: 'Revoke a key (final; refused on every instance within 1 s)',
-    role: 'keys',
-    ok: { status: 200, schema: keyViewSchema },
-    errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_READ_ONLY_STORE'],
-  },
-  {
-    method: 'post',
-    path: `${V1}/keys/:keyId/rotate`,
-    operationId: 'rotateKey',
-    summary: 'A new key for the same company; the old one works until revoked or the grace period ends',
-    role: 'keys',
-    body: keyRotateSchema,
-    bodyOptional: true,
-    ok: { status: 201, schema: rotatedKeySchema },
-    errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_INACTIVE', 'ADMIN_KEY_CAP_REACHED'],
-  },
-  {
-    method: 'get',
-    path: `${V1}/audit`,
-    operationId: 'readAudit',
-    summary: 'The audit trail, newest first (Redis store)',
-    role: 'read',
-    query: auditQuerySchema,
-    ok: { status: 200, schema: z.array(auditEntrySchema) },
-    errors: ['ADMIN_INVALID_REQUEST'],
-  },
-  {
-    method: 'get',
-    path: `${V1}/openapi.json`,
-    operationId: 'getOpenApiDocument',
-    summary: 'This document',
-    role: 'read',
-    ok: { status: 200, schema: z.record(z.unknown()) },
-    errors: [],
-  },
-];
+/** Every admin API route, in the router's order; each one's role comes from `ADMIN_ROUTE_ROLES`. */
+export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
+  [
+    {
+      method: 'get',
+      path: '/metrics',
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics (this process, or every worker under --workers)',
+      role: 'read',
+      ok: { status: 200, schema: z.string(), text: 'text/plain; version=0.0.4' },
+      errors: [],
+    },
+    {
+      method: 'post',
+      path: `${V1}/companies`,
+      operationId: 'createCompany',
+      summary: 'Create a company',
+      role: 'admin',
+      body: companyCreateSchema,
+      ok: { status: 201, schema: companySchema },
+      errors: [...WRITE_ERRORS, 'ADMIN_DUPLICATE_COMPANY'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/companies`,
+      operationId: 'listCompanies',
+      summary: 'List companies',
+      role: 'read',
+      ok: { status: 200, schema: z.array(companySchema) },
+      errors: [],
+    },
+    {
+      method: 'get',
+      path: `${V1}/companies/:id`,
+      operationId: 'getCompany',
+      summary: 'Read a company',
+      role: 'read',
+      ok: { status: 200, schema: companySchema },
+      errors: ['ADMIN_UNKNOWN_ID'],
+    },
+    {
+      method: 'patch',
+      path: `${V1}/companies/:id`,
+      operationId: 'updateCompany',
+      summary: 'Change a company (takes effect on every instance within 1 s)',
+      role: 'admin',
+      body: companyPatchSchema,
+      ok: { status: 200, schema: companySchema },
+      errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID'],
+    },
+    {
+      method: 'post',
+      path: `${V1}/companies/:id/keys`,
+      operationId: 'createKey',
+      summary: 'Create a key; the answer is the only place the key appears',
+      role: 'keys',
+      body: keyCreateSchema,
+      bodyOptional: true,
+      ok: { status: 201, schema: createdKeySchema },
+      errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_CAP_REACHED'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/companies/:id/usage`,
+      operationId: 'readUsage',
+      summary:
+        'Requests of a company per hour or day (allowed, rate-limited, scope-denied, upstream classes)',
+      role: 'read',
+      query: usageQuerySchema,
+      ok: { status: 200, schema: usageReportSchema },
+      errors: ['ADMIN_INVALID_REQUEST', 'ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/companies/:id/keys`,
+      operationId: 'listKeys',
+      summary: "List a company's keys (never the key or its hash)",
+      role: 'read',
+      ok: { status: 200, schema: z.array(keyViewSchema) },
+      errors: ['ADMIN_UNKNOWN_ID'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/keys/:keyId`,
+      operationId: 'getKey',
+      summary: 'Read a key (never the key or its hash)',
+      role: 'read',
+      ok: { status: 200, schema: keyViewSchema },
+      errors: ['ADMIN_UNKNOWN_ID'],
+    },
+    {
+      method: 'patch',
+      path: `${V1}/keys/:keyId`,
+      operationId: 'updateKey',
+      summary: "Change a key's own scopes (narrower only) and windows (on every instance within 1 s)",
+      role: 'admin',
+      body: keyPatchSchema,
+      ok: { status: 200, schema: keyViewSchema },
+      errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID'],
+    },
+    {
+      method: 'delete',
+      path: `${V1}/keys/:keyId`,
+      operationId: 'revokeKey',
+      summary: 'Revoke a key (final; refused on every instance within 1 s)',
+      role: 'keys',
+      ok: { status: 200, schema: keyViewSchema },
+      errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_READ_ONLY_STORE'],
+    },
+    {
+      method: 'post',
+      path: `${V1}/keys/:keyId/rotate`,
+      operationId: 'rotateKey',
+      summary: 'A new key for the same company; the old one works until revoked or the grace period ends',
+      role: 'keys',
+      body: keyRotateSchema,
+      bodyOptional: true,
+      ok: { status: 201, schema: rotatedKeySchema },
+      errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_INACTIVE', 'ADMIN_KEY_CAP_REACHED'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/audit`,
+      operationId: 'readAudit',
+      summary: 'The audit trail, newest first (Redis store)',
+      role: 'read',
+      query: auditQuerySchema,
+      ok: { status: 200, schema: z.array(auditEntrySchema) },
+      errors: ['ADMIN_INVALID_REQUEST'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/openapi.json`,
+      operationId: 'getOpenApiDocument',
+      summary: 'This document',
+      role: 'read',
+      ok: { status: 200, schema: z.record(z.unknown()) },
+      errors: [],
+    },
+  ] satisfies AdminOperation[]
+).map((op) => ({ ...op, role: requiredRole(op.method.toUpperCase(), op.path) }));
 
 /** The operation serving `method` on a concrete path (no query), or undefined. */
 export function findAdminOperation(method: string, path: string): AdminOperation | undefined {

@@ -73,18 +73,7 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const { config, logger, metrics, authFailures } = deps;
   const tracing = deps.tracing ? { tracing: deps.tracing } : {};
-  const upstreamDurationBy = childCache(metrics.upstreamDuration);
-  const { proxies, closeAgents } = createRouteProxies({
-    routes: config.routes,
-    upstream: config.upstream,
-    bodyLimitBytes: config.server.bodyLimitBytes,
-    signing:
-      config.signing.enabled && config.signing.secret
-        ? { secret: config.signing.secret, header: config.signing.header }
-        : null,
-    onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
-    securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
-  });
+  const { proxies, closeAgents } = createProxies(config, metrics);
   const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames, config.urlKeyGuard);
   const matchRoute = createRouteMatcher(config.routes);
   const { noteKeyInUrl, checkAndNoteKeyInUrl } = createKeyInUrlNotes({
@@ -149,6 +138,25 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // Mounted in another Express app, it still answers every request itself.
   Object.assign(app, { handle: direct(pipeline, createNotFound(), createErrorHandler({ logger })) });
   return Object.assign(app, { closeAgents });
+}
+
+/** The upstream proxies of the configured routes, with signing and the upstream-duration metric. */
+function createProxies(
+  config: Readonly<GatewayConfig>,
+  metrics: GatewayMetrics,
+): ReturnType<typeof createRouteProxies> {
+  const upstreamDurationBy = childCache(metrics.upstreamDuration);
+  return createRouteProxies({
+    routes: config.routes,
+    upstream: config.upstream,
+    bodyLimitBytes: config.server.bodyLimitBytes,
+    signing:
+      config.signing.enabled && config.signing.secret
+        ? { secret: config.signing.secret, header: config.signing.header }
+        : null,
+    onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
+    securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
+  });
 }
 
 /**

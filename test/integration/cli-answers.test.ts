@@ -191,7 +191,7 @@ describe('file store outputs (issue 12, point 12)', () => {
     const companies = await cli(['companies', 'list'], env);
     assert.equal(companies.code, 0, companies.stderr);
     assert.ok(!companies.stdout.includes('1970'), companies.stdout);
-    assert.match(companies.stdout, /^acme\s+acme\s+free\s+active\s+true\s+-\s+-$/m);
+    assert.match(companies.stdout, /^acme\s+acme\s+free\s+active\s+true\s+-\s+-\s+-\s+-$/m);
     assert.match(companies.stderr, /^note: the key file records no creation or update time/m);
     assert.ok(
       // eslint-disable-next-line no-control-regex

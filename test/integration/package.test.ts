@@ -60,10 +60,11 @@ describe('package', () => {
       'dist/index.d.ts',
       'dist/signing.js',
       'dist/signing.d.ts',
+      'console/index.html',
     ])
       assert.ok(files.includes(must), `${must} is not packed`);
     const allowed =
-      /^(LICENSE|README\.md|CHANGELOG\.md|package\.json|config\/[\w.-]+\.(ya?ml|json)|dist\/.+\.(js|d\.ts|js\.map))$/;
+      /^(LICENSE|README\.md|CHANGELOG\.md|package\.json|config\/[\w.-]+\.(ya?ml|json)|dist\/.+\.(js|d\.ts|js\.map)|console\/[\w/.-]+\.(html|js|css|svg))$/;
     assert.deepEqual(
       files.filter((f) => !allowed.test(f)),
       [],
@@ -118,7 +119,12 @@ describe('package', () => {
   });
 
   test('README and docs cite only files in the repository (no shared/spec/... a user does not have)', () => {
-    const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`)];
+    const pages = [
+      'README.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     const missing: string[] = [];
     for (const page of pages) {
       const text = readFileSync(join(ROOT, page), 'utf8');

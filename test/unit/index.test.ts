@@ -13,6 +13,7 @@ const EXPECTED = [
   'MemoryKeyStore',
   'RedisKeyStore',
   'StoreReadOnlyError',
+  'TRACING_OFF',
   'TierRateLimiter',
   'configSchema',
   'createApp',
@@ -20,6 +21,7 @@ const EXPECTED = [
   'createMetrics',
   'createRedisClient',
   'createStore',
+  'createTracing',
   'gatewaySignatureMiddleware',
   'generateApiKey',
   'hashApiKey',
@@ -27,6 +29,7 @@ const EXPECTED = [
   'parseApiKey',
   'signGatewayRequest',
   'startGateway',
+  'tracingSettings',
   'validateConfig',
   'verifyGatewaySignature',
 ];

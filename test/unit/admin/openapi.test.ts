@@ -76,7 +76,9 @@ describe('the admin API OpenAPI document', () => {
       'patch /admin/v1/companies/{id}': 'admin',
       'post /admin/v1/companies/{id}/keys': 'keys',
       'get /admin/v1/companies/{id}/keys': 'read',
+      'get /admin/v1/companies/{id}/usage': 'read',
       'get /admin/v1/keys/{keyId}': 'read',
+      'patch /admin/v1/keys/{keyId}': 'admin',
       'delete /admin/v1/keys/{keyId}': 'keys',
       'post /admin/v1/keys/{keyId}/rotate': 'keys',
       'get /admin/v1/audit': 'read',
@@ -161,6 +163,8 @@ describe('the admin API OpenAPI document', () => {
       revokedAt: null,
       exposedAt: null,
       rotatedTo: null,
+      scopes: null,
+      limits: null,
       rotationDue: false,
     };
     const check = (status: number, body: unknown, h = headers) =>
