@@ -61,7 +61,9 @@ program
       runPrimary(workers, config);
       return;
     }
-    await serveOne(config);
+    // Every worker has its own insurance limiter: its share of a limit is per process.
+    const instances = config.rateLimit.instances * workers;
+    await serveOne({ ...config, rateLimit: { ...config.rateLimit, instances } });
   });
 
 async function serveOne(config: Readonly<GatewayConfig>): Promise<void> {

@@ -31,6 +31,11 @@ export interface TierLimiterOptions {
    * 1/`divisor` of the quota left. Default { maxSize: 1 }: one Redis call per request.
    */
   lease?: { maxSize: number; divisor: number };
+  /**
+   * Gateway processes sharing the limit through Redis (`rateLimit.instances` × workers). Each
+   * instance's insurance admits at most `insurancePoints(points, instances)` per window. Default 1.
+   */
+  instances?: number;
 }
 
 interface TierLimiters {
@@ -39,15 +44,51 @@ interface TierLimiters {
   shared: LeaseLimiter | null;
   memory: RateLimiterMemory;
   insurance: RateLimiterMemory;
+  /** Insurance admissions per company not yet written to Redis, and until when they count. */
+  debt: Map<string, { points: number; until: number }>;
 }
+
+/**
+ * This instance's share of a limit while Redis fails: `floor(points / instances)`, so that all
+ * instances' insurance together never admits more than `points` (a ceiling could exceed it by up
+ * to `instances − 1`). 0 when there are more instances than points: refuse rather than exceed.
+ */
+export function insurancePoints(points: number, instances: number): number {
+  return Math.floor(points / Math.max(1, Math.floor(instances)));
+}
+
+/**
+ * The insurance limiter of one tier: the instance's share (`insurancePoints`) per window, in process
+ * memory. It counts every request this instance admits (through Redis too), so a fallback in the
+ * middle of a window admits only what is left of the share; kept in one function so the limiter's
+ * other parts can change around it.
+ */
+export function createInsurance(tier: Tier, instances: number, keyPrefix: string): RateLimiterMemory {
+  return new RateLimiterMemory({
+    points: insurancePoints(tier.points, instances),
+    duration: tier.duration,
+    keyPrefix: `${keyPrefix}:insurance`,
+  });
+}
+
+/**
+ * Adds `ARGV[1]` insurance admissions to the window counter (created as a window of `ARGV[2]` s if
+ * there is none), so that after an outage Redis knows what the instance admitted without it.
+ */
+const REPAY_LUA = `
+redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
+return redis.call('incrby', KEYS[1], ARGV[1])
+`;
 
 /**
  * Per-company limits by tier. With Redis, counts are shared through leases (`LeaseLimiter`): one
  * atomic Lua call takes a batch of quota that the instance spends locally, so most requests cost no
  * round trip; never over the limit, under-admission bounded (bench/README.md). Without Redis,
  * rate-limiter-flexible counts in memory. When Redis fails the configured policy applies:
- * `insurance` counts in process memory (per instance), `open` lets requests through, `closed`
- * refuses them with 503. Recovery is automatic: the next request tries Redis again.
+ * `insurance` admits this process's share of the limit (`createInsurance`; what it admitted through
+ * Redis in the window counts, and what the insurance admits is added to Redis once it answers), so
+ * all instances together stay within the limit; `open` lets requests through; `closed` refuses
+ * them with 503. Recovery is automatic: the next request tries Redis again.
  */
 export class TierRateLimiter {
   private readonly byTier = new Map<string, TierLimiters>();
@@ -71,7 +112,8 @@ export class TierRateLimiter {
           })
         : null;
       const memory = new RateLimiterMemory(common);
-      this.byTier.set(tier.name, { tier, shared, memory, insurance: new RateLimiterMemory(common) });
+      const insurance = createInsurance(tier, opts.instances ?? 1, common.keyPrefix);
+      this.byTier.set(tier.name, { tier, shared, memory, insurance, debt: new Map() });
     }
   }
 
@@ -85,7 +127,11 @@ export class TierRateLimiter {
     if (!l) throw new GatewayError('INTERNAL', `tier "${tierName}" is not configured`);
     try {
       if (l.shared) {
+        await this.repay(l, companyId);
         const d = await l.shared.consume(companyId);
+        // Counted against the insurance too: a fallback later in this window admits only what is
+        // left of this instance's share, never a full share on top of what Redis already admitted.
+        if (d.allowed) await l.insurance.penalty(companyId, 1);
         return {
           allowed: d.allowed,
           limit: l.tier.points,
@@ -121,11 +167,42 @@ export class TierRateLimiter {
         throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause });
       case 'insurance':
         try {
-          return toDecision(l.tier, await l.insurance.consume(companyId), true, 'insurance');
+          const res = await l.insurance.consume(companyId);
+          if (l.shared) this.owe(l, companyId);
+          return toDecision(l.tier, res, true, 'insurance');
         } catch (res) {
           if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'insurance');
           throw res;
         }
+    }
+  }
+
+  /** Notes one insurance admission, to be written to Redis once it answers again. */
+  private owe(l: TierLimiters, companyId: string, points = 1): void {
+    const until = Date.now() + l.tier.duration * 1000;
+    l.debt.set(companyId, { points: (l.debt.get(companyId)?.points ?? 0) + points, until });
+  }
+
+  /**
+   * Writes this company's insurance admissions into its Redis window before Redis counts again, so
+   * no request is admitted once by the insurance and again by Redis. Debts older than a window are
+   * dropped (their window is over). Throws like any Redis call: the caller falls back again.
+   */
+  private async repay(l: TierLimiters, companyId: string): Promise<void> {
+    const debt = l.debt.get(companyId);
+    if (!debt) return;
+    if (debt.until <= Date.now()) {
+      l.debt.delete(companyId);
+      return;
+    }
+    // Taken out before the call, so two concurrent requests never write the same debt twice.
+    l.debt.delete(companyId);
+    const key = `${this.opts.keyPrefix}rl:${l.tier.name}:${companyId}`;
+    try {
+      await this.opts.redis!.eval(REPAY_LUA, 1, key, debt.points, l.tier.duration);
+    } catch (err) {
+      this.owe(l, companyId, debt.points);
+      throw err;
     }
   }
 }
