@@ -462,6 +462,31 @@ describe('createRouteProxy: failures', () => {
 });
 
 describe('createRouteProxy: pooled sockets', () => {
+  test("a complete response leaves the client's keep-alive connection open for the next request", async () => {
+    const u = await upstream();
+    const f = await front({ target: u.url });
+    const client = newAgent();
+    const reused: boolean[] = [];
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: f.port, path: `/notify/v1/${i}`, agent: client },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              reused.push(req.reusedSocket);
+              // Let the agent put the socket back before the next request.
+              setImmediate(resolve);
+            });
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    }
+    assert.deepEqual(reused, [false, true, true]);
+  });
+
   test('the idle bound comes off a reused socket: no timeout left set, no listener left behind', async () => {
     const u = await upstream();
     const agent = newAgent();
