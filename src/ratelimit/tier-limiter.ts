@@ -44,8 +44,12 @@ interface TierLimiters {
   shared: LeaseLimiter | null;
   memory: RateLimiterMemory;
   insurance: RateLimiterMemory;
-  /** Insurance admissions per company not yet written to Redis, and until when they count. */
-  debt: Map<string, { points: number; until: number }>;
+  /**
+   * Companies whose requests stay on the insurance until their insurance window ends (Date.now()
+   * ms): once Redis failed for a company, Redis does not count what the insurance admitted, so
+   * going back to Redis in the same window would admit those requests a second time.
+   */
+  onInsurance: Map<string, number>;
 }
 
 /**
@@ -72,22 +76,13 @@ export function createInsurance(tier: Tier, instances: number, keyPrefix: string
 }
 
 /**
- * Adds `ARGV[1]` insurance admissions to the window counter (created as a window of `ARGV[2]` s if
- * there is none), so that after an outage Redis knows what the instance admitted without it.
- */
-const REPAY_LUA = `
-redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
-return redis.call('incrby', KEYS[1], ARGV[1])
-`;
-
-/**
  * Per-company limits by tier. With Redis, counts are shared through leases (`LeaseLimiter`): one
  * atomic Lua call takes a batch of quota that the instance spends locally, so most requests cost no
  * round trip; never over the limit, under-admission bounded (bench/README.md). Without Redis,
  * rate-limiter-flexible counts in memory. When Redis fails the configured policy applies:
  * `insurance` admits this process's share of the limit (`createInsurance`; what it admitted through
- * Redis in the window counts, and what the insurance admits is added to Redis once it answers), so
- * all instances together stay within the limit; `open` lets requests through; `closed` refuses
+ * Redis in the window counts, and a company stays on the insurance until that window ends, so Redis
+ * never admits the same requests again), so all instances together stay within the limit; `open` lets requests through; `closed` refuses
  * them with 503. Recovery is automatic: the next request tries Redis again.
  */
 export class TierRateLimiter {
@@ -113,7 +108,7 @@ export class TierRateLimiter {
         : null;
       const memory = new RateLimiterMemory(common);
       const insurance = createInsurance(tier, opts.instances ?? 1, common.keyPrefix);
-      this.byTier.set(tier.name, { tier, shared, memory, insurance, debt: new Map() });
+      this.byTier.set(tier.name, { tier, shared, memory, insurance, onInsurance: new Map() });
     }
   }
 
@@ -127,7 +122,7 @@ export class TierRateLimiter {
     if (!l) throw new GatewayError('INTERNAL', `tier "${tierName}" is not configured`);
     try {
       if (l.shared) {
-        await this.repay(l, companyId);
+        if (this.stillInsured(l, companyId)) return await this.insured(l, companyId);
         const d = await l.shared.consume(companyId);
         // Counted against the insurance too: a fallback later in this window admits only what is
         // left of this instance's share, never a full share on top of what Redis already admitted.
@@ -166,44 +161,41 @@ export class TierRateLimiter {
       case 'closed':
         throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause });
       case 'insurance':
-        try {
-          const res = await l.insurance.consume(companyId);
-          if (l.shared) this.owe(l, companyId);
-          return toDecision(l.tier, res, true, 'insurance');
-        } catch (res) {
-          if (res instanceof RateLimiterRes) return toDecision(l.tier, res, false, 'insurance');
-          throw res;
-        }
+        return this.insured(l, companyId);
     }
   }
 
-  /** Notes one insurance admission, to be written to Redis once it answers again. */
-  private owe(l: TierLimiters, companyId: string, points = 1): void {
-    const until = Date.now() + l.tier.duration * 1000;
-    l.debt.set(companyId, { points: (l.debt.get(companyId)?.points ?? 0) + points, until });
-  }
-
-  /**
-   * Writes this company's insurance admissions into its Redis window before Redis counts again, so
-   * no request is admitted once by the insurance and again by Redis. Debts older than a window are
-   * dropped (their window is over). Throws like any Redis call: the caller falls back again.
-   */
-  private async repay(l: TierLimiters, companyId: string): Promise<void> {
-    const debt = l.debt.get(companyId);
-    if (!debt) return;
-    if (debt.until <= Date.now()) {
-      l.debt.delete(companyId);
-      return;
-    }
-    // Taken out before the call, so two concurrent requests never write the same debt twice.
-    l.debt.delete(companyId);
-    const key = `${this.opts.keyPrefix}rl:${l.tier.name}:${companyId}`;
+  /** Counts on the insurance; with Redis, keeps the company there until its insurance window ends. */
+  private async insured(l: TierLimiters, companyId: string): Promise<RateDecision> {
+    let res: RateLimiterRes;
+    let allowed = true;
     try {
-      await this.opts.redis!.eval(REPAY_LUA, 1, key, debt.points, l.tier.duration);
+      res = await l.insurance.consume(companyId);
     } catch (err) {
-      this.owe(l, companyId, debt.points);
-      throw err;
+      if (!(err instanceof RateLimiterRes)) throw err;
+      res = err;
+      allowed = false;
     }
+    if (l.shared && !l.onInsurance.has(companyId)) {
+      if (l.onInsurance.size >= 10_000) this.sweepInsured(l);
+      l.onInsurance.set(companyId, Date.now() + res.msBeforeNext);
+    }
+    return toDecision(l.tier, res, allowed, 'insurance');
+  }
+
+  /** Whether `companyId` is still in the insurance window it fell back in (Redis not asked). */
+  private stillInsured(l: TierLimiters, companyId: string): boolean {
+    const until = l.onInsurance.get(companyId);
+    if (until === undefined) return false;
+    if (Date.now() < until) return true;
+    l.onInsurance.delete(companyId);
+    return false;
+  }
+
+  /** Drops companies whose insurance window is over. */
+  private sweepInsured(l: TierLimiters): void {
+    const now = Date.now();
+    for (const [id, until] of l.onInsurance) if (until <= now) l.onInsurance.delete(id);
   }
 }
 
