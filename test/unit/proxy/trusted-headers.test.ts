@@ -184,6 +184,12 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
     assert.deepEqual(scrub(cookies), { accept: 'a' });
   });
 
+  test('a repeated header holding another valid key in one value is dropped (no split search covers it)', () => {
+    const other = generateApiKey('live');
+    assert.deepEqual(scrub({ 'x-api-key': key, 'x-multi': ['plain', other], accept: 'a' }), { accept: 'a' });
+    assert.deepEqual(scrub({ 'x-multi': [other, 'plain'], accept: 'a' }), { accept: 'a' });
+  });
+
   test('only Cookie loses single pairs; any other header holding the key goes whole', () => {
     assert.deepEqual(scrub({ 'x-api-key': key, 'x-note': `a=1; ${key}`, cookie: `a=1; k=${key}; b=2` }), {
       cookie: 'a=1; b=2',
