@@ -10,6 +10,17 @@
 
 const BUILD = '.mutation-build';
 
+// One folder (or file) of src at a time, against its own unit tests only: MUTATION_FOLDER=proxy
+// (or auth, ratelimit, signing.ts, admin/service.ts) npx stryker run --concurrency 1.
+const FOLDER = process.env.MUTATION_FOLDER;
+const one = FOLDER
+  ? {
+      mutate: [FOLDER.endsWith('.ts') ? `src/${FOLDER}` : `src/${FOLDER}/**/*.ts`],
+      testFiles: [`${BUILD}/test/unit/${FOLDER.replace(/\.ts$/, '')}{,/**/*}.test.js`],
+      reports: `reports/mutation/${FOLDER.replace(/[/.]/g, '-')}`,
+    }
+  : null;
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'tap',
@@ -19,11 +30,11 @@ export default {
     '--format=esm --platform=node --target=node20 --log-level=warning',
   tap: {
     // These read config/, docs/ or deploy/ next to their source, and cover none of the mutated files.
-    testFiles: [`${BUILD}/test/unit/**/!(config|load|errors|deploy-manifests).test.js`],
+    testFiles: one?.testFiles ?? [`${BUILD}/test/unit/**/!(config|load|errors|deploy-manifests).test.js`],
     nodeArgs: [],
     forceBail: true,
   },
-  mutate: [
+  mutate: one?.mutate ?? [
     'src/auth/**/*.ts',
     'src/proxy/**/*.ts',
     'src/signing.ts',
@@ -35,8 +46,8 @@ export default {
   concurrency: 2,
   timeoutMS: 20_000,
   reporters: ['clear-text', 'progress', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation/index.html' },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  htmlReporter: { fileName: `${one?.reports ?? 'reports/mutation'}/index.html` },
+  jsonReporter: { fileName: `${one?.reports ?? 'reports/mutation'}/mutation.json` },
   tempDirName: '.stryker-tmp',
   ignorePatterns: [BUILD, 'dist', 'reports', 'bench/results', 'coverage', '*.log', 'test/scale'],
   thresholds: { high: 90, low: 85, break: null },

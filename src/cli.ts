@@ -129,7 +129,9 @@ program
       await runPrimary(workers, config);
       return;
     }
-    await serveOne(config);
+    // Every worker has its own insurance limiter: its share of a limit is per process.
+    const instances = config.rateLimit.instances * workers;
+    await serveOne({ ...config, rateLimit: { ...config.rateLimit, instances } });
   });
 
 async function serveOne(config: Readonly<GatewayConfig>): Promise<void> {

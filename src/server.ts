@@ -397,6 +397,7 @@ function createLimiter(
     keyPrefix: config.store.redis.keyPrefix,
     failurePolicy: config.rateLimit.failurePolicy,
     lease: config.rateLimit.lease,
+    instances: config.rateLimit.instances,
     onStoreError: () => metrics.storeErrors.inc({ op: 'rate_limit' }),
   });
 }

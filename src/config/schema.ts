@@ -250,6 +250,12 @@ export const configSchema = z
           })
           .strict()
           .default({}),
+        /**
+         * Gateway instances (replicas) sharing the limits through Redis. While Redis fails, each
+         * process's insurance admits floor(points / (instances × workers)) per window, so all of
+         * them together never admit more than the limit. Set it to the largest replica count.
+         */
+        instances: z.coerce.number().int().min(1).max(10_000).default(1),
         /** Failed authentications allowed per client address before 429. */
         authFailures: z
           .object({

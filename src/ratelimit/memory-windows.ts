@@ -49,6 +49,12 @@ export class MemoryWindowLimiter {
     };
   }
 
+  /** Counts one request in every window whether or not it has room (admitted elsewhere). */
+  add(windows: readonly MemoryWindow[], now: number): void {
+    if (this.counters.size >= this.maxCounters) this.sweep(now);
+    for (const w of windows) this.counter(w, now).used++;
+  }
+
   private counter(w: MemoryWindow, now: number): Counter {
     let c = this.counters.get(w.key);
     if (!c || c.end <= now) {

@@ -63,6 +63,12 @@ export interface TierLimiterOptions {
    * 1/`divisor` of the quota left. Default { maxSize: 1 }: one Redis call per request.
    */
   lease?: { maxSize: number; divisor: number };
+  /**
+   * Gateway processes sharing the limit through Redis (`rateLimit.instances` × workers). While
+   * Redis fails, each process's insurance admits at most `insurancePoints(points, instances)` per
+   * window. Default 1.
+   */
+  instances?: number;
 }
 
 /** A window with its owner and counter name. */
@@ -71,12 +77,25 @@ interface SubjectWindow extends LeaseWindow {
 }
 
 /**
- * The limiter that counts while Redis fails (policy `insurance`): per instance, in memory, over
- * the same windows. Kept in one function so its sizing has one home.
+ * This process's share of a limit while Redis fails: `floor(points / instances)`, so that all
+ * instances' insurance together never admits more than `points` (a ceiling could exceed it by up
+ * to `instances − 1`). 0 when there are more instances than points: refuse rather than exceed.
+ */
+export function insurancePoints(points: number, instances: number): number {
+  return Math.floor(points / Math.max(1, Math.floor(instances)));
+}
+
+/**
+ * The limiter that counts while Redis fails (policy `insurance`): per process, in memory, over
+ * the same windows, each at this process's share (`insurancePoints`). Kept in one function so its
+ * sizing has one home.
  */
 export function createInsuranceLimiter(): MemoryWindowLimiter {
   return new MemoryWindowLimiter();
 }
+
+/** Most subjects remembered as "on the insurance" before ended entries are swept. */
+const MAX_INSURED = 10_000;
 
 /**
  * Per-company (and per-key) limits over one or more windows. A company's windows are its own
@@ -86,14 +105,21 @@ export function createInsuranceLimiter(): MemoryWindowLimiter {
  * quota from every window, which the instance spends locally, so most requests cost no round trip;
  * never over a limit, under-admission bounded (bench/README.md). Without Redis, the windows are
  * counted in memory (`MemoryWindowLimiter`), just as atomically. When Redis fails the configured
- * policy applies: `insurance` counts in process memory (per instance), `open` lets requests
- * through, `closed` refuses them with 503. Recovery is automatic: the next request tries Redis again.
+ * policy applies: `open` lets requests through, `closed` refuses them with 503, and `insurance`
+ * admits this process's share of each window (`insurancePoints`) in memory, so all instances
+ * together stay within the limit. What this process admitted through Redis in a window counts
+ * against its share too (a fallback mid-window admits only what is left), and a subject that fell
+ * back stays on the insurance until its shortest insurance window ends (Redis never saw those
+ * admissions, so asking it again in that window would admit them twice). Recovery is automatic.
  */
 export class TierRateLimiter {
   private readonly tiers = new Map<string, Tier>();
   private readonly shared: LeaseLimiter | null;
   private readonly memory = new MemoryWindowLimiter();
   private readonly insurance = createInsuranceLimiter();
+  /** Subjects on the insurance, until Date.now() ms (see the class comment). */
+  private readonly onInsurance = new Map<string, number>();
+  private readonly instances: number;
 
   constructor(private readonly opts: TierLimiterOptions) {
     for (const t of opts.tiers)
@@ -101,6 +127,7 @@ export class TierRateLimiter {
         t.name,
         'windows' in t ? t : { name: t.name, windows: [{ points: t.points, duration: t.duration }] },
       );
+    this.instances = opts.instances ?? 1;
     const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
     this.shared = opts.redis
       ? new LeaseLimiter({ redis: opts.redis, maxLease: lease.maxSize, divisor: lease.divisor })
@@ -121,14 +148,19 @@ export class TierRateLimiter {
   ): Promise<RateDecision> {
     const windows = this.windowsOf({ companyId, tier: tierName, ...extra });
     const subject = extra.keyLimits?.length && extra.keyId ? `${companyId}\n${extra.keyId}` : companyId;
+    const insured = this.shared !== null && this.opts.failurePolicy === 'insurance';
+    if (insured && this.stillInsured(subject)) return this.insured(windows, subject);
     try {
       const d = this.shared
         ? await this.shared.consume(subject, windows)
         : this.memory.consume(windows, Date.now());
+      // Counted against the insurance too: a fallback later in this window admits only what is
+      // left of this process's share, never a full share on top of what Redis already admitted.
+      if (insured && d.allowed) this.insurance.add(this.shareOf(windows), Date.now());
       return toDecision(windows, d, 'primary');
     } catch (err) {
       this.opts.onStoreError?.(err);
-      return this.fallback(windows, err);
+      return this.fallback(windows, subject, err);
     }
   }
 
@@ -157,7 +189,40 @@ export class TierRateLimiter {
     return out;
   }
 
-  private fallback(windows: SubjectWindow[], cause: unknown): RateDecision {
+  /** The windows at this process's share, counted under their own names. */
+  private shareOf(windows: SubjectWindow[]): SubjectWindow[] {
+    return windows.map((w) => ({
+      ...w,
+      points: insurancePoints(w.points, this.instances),
+      key: `${w.key}:ins`,
+    }));
+  }
+
+  /** Counts on the insurance; with Redis, keeps the subject there until its shortest window ends. */
+  private insured(windows: SubjectWindow[], subject: string): RateDecision {
+    const now = Date.now();
+    const share = this.shareOf(windows);
+    const d = this.insurance.consume(share, now);
+    if (this.shared && !this.onInsurance.has(subject)) {
+      if (this.onInsurance.size >= MAX_INSURED)
+        for (const [id, until] of this.onInsurance) if (until <= now) this.onInsurance.delete(id);
+      this.onInsurance.set(subject, now + Math.min(...d.windows.map((w) => w.msBeforeReset)));
+    }
+    // The headers keep describing the company's limit; what is left is this process's share.
+    const windowsAsConfigured = d.windows.map((w, i) => ({ ...w, points: windows[i]!.points }));
+    return toDecision(windows, { ...d, windows: windowsAsConfigured }, 'insurance');
+  }
+
+  /** Whether `subject` is still in the insurance window it fell back in (Redis not asked). */
+  private stillInsured(subject: string): boolean {
+    const until = this.onInsurance.get(subject);
+    if (until === undefined) return false;
+    if (Date.now() < until) return true;
+    this.onInsurance.delete(subject);
+    return false;
+  }
+
+  private fallback(windows: SubjectWindow[], subject: string, cause: unknown): RateDecision {
     switch (this.opts.failurePolicy) {
       case 'open': {
         const all = windows.map((w) => ({ ...w, remaining: w.points, msBeforeReset: w.duration * 1000 }));
@@ -166,7 +231,7 @@ export class TierRateLimiter {
       case 'closed':
         throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause });
       case 'insurance':
-        return toDecision(windows, this.insurance.consume(windows, Date.now()), 'insurance');
+        return this.insured(windows, subject);
     }
   }
 }

@@ -164,3 +164,116 @@ describe('key material matcher', () => {
 function otherChar(a: string, b: string): string {
   return [...'0123456789xyz'].find((c) => c !== a.toLowerCase() && c !== b.toLowerCase())!;
 }
+
+/** RFC 4648 base32, no padding, upper case. */
+function base32(s: string): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const byte of Buffer.from(s, 'latin1')) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += alphabet[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
+  return out;
+}
+
+describe('key material matcher: each decoding on its own', () => {
+  const key = generateApiKey('live');
+  const body = key.slice(key.indexOf('_', 3) + 1);
+  const m = createKeyMaterialMatcher(key);
+
+  test('base32 in either case at any of its 8 alignments, also the second run of a value', () => {
+    for (let pre = 0; pre < 8; pre++) {
+      const lead = 'ABCDEFG'.slice(0, pre);
+      assert.equal(m.holds(lead + base32(key)), true, `upper, ${pre}`);
+      assert.equal(m.holds(lead.toLowerCase() + base32(key).toLowerCase()), true, `lower, ${pre}`);
+    }
+    assert.equal(m.holds(`${base32('z'.repeat(60))},${base32(key)}`), true);
+    assert.equal(m.holds(base32(body.slice(0, 23))), false);
+  });
+
+  test('base64 and hex: the second run of a value, any alignment, line breaks inside', () => {
+    assert.equal(m.holds(`${b64('y'.repeat(60))},${b64(key)}`), true);
+    assert.equal(
+      m.holds(`${Buffer.from('q'.repeat(60)).toString('hex')},${Buffer.from(key).toString('hex')}`),
+      true,
+    );
+    assert.equal(m.holds(`f${Buffer.from(key).toString('hex')}`), true, 'hex at the odd nibble');
+    const wrapped = b64(key)
+      .match(/.{1,16}/g)!
+      .join('\r\n ');
+    assert.equal(m.holds(wrapped), true, 'MIME-style line breaks');
+  });
+
+  test('decoding stops at two levels (the cost bound), base32 only at the top level', () => {
+    assert.equal(m.holds(b64(b64(key))), true);
+    assert.equal(m.holds(b64(b64(b64(key)))), false);
+    assert.equal(m.holds(b64(base32(key))), false);
+  });
+
+  test('numeric escapes: the highest code point decodes, past it the text stays as written', () => {
+    assert.equal(m.normalise('&#x10FFFF;ab'), 'ab');
+    assert.equal(m.normalise('&#x110000;ab'), 'x110000ab');
+    assert.doesNotThrow(() => m.holds(`&#x110000;${'a'.repeat(40)}`));
+    assert.equal(m.normalise('&#65 &#x42 c'), 'abc', 'entities without ;');
+    assert.equal(m.normalise('&#65;&#x42;'), 'ab');
+  });
+
+  test('normalise: every escape round undone, lowercase letters and digits only; undecided text as it is', () => {
+    assert.equal(m.normalise('%2541-B_c'), 'abc');
+    let deep = '%41';
+    for (let i = 0; i < 9; i++) deep = deep.replace(/%/g, '%25');
+    assert.equal(m.normalise(deep), deep.toLowerCase().replace(/[^a-z0-9]/g, ''));
+  });
+
+  test('spanIn: the exact span of the copy in a normalised text', () => {
+    const lower = body.toLowerCase();
+    // Padding that cannot extend the copy: a character other than the secret's neighbours.
+    const pad = (...not: (string | undefined)[]) => ['z', 'y', 'x'].find((c) => !not.includes(c))!;
+    const p = pad(lower[0], lower.at(-1));
+    assert.deepEqual(m.spanIn(`${p}${p}${lower}${p}${p}`), [2, 2 + lower.length]);
+    const q = pad(lower[2], lower[30]);
+    assert.deepEqual(m.spanIn(`${q}${q}${lower.slice(3, 30)}${q}${q}`), [2, 29]);
+    assert.deepEqual(m.spanIn(lower.slice(5, 35)), [0, 30]);
+    const r = pad(lower[13]);
+    assert.deepEqual(m.spanIn(`${r}${lower.slice(14)}`), [1, 1 + lower.length - 14]);
+    assert.equal(m.spanIn(lower.slice(0, 23)), null);
+    assert.equal(createKeyMaterialMatcher('').spanIn(lower), null);
+  });
+
+  test('the shortest key shape (a 2-letter environment) is found as any valid key', () => {
+    const short = generateApiKey('qa');
+    assert.equal(short.length, 44);
+    assert.deepEqual(createKeyMaterialMatcher('').find(short), { keys: [short], undecided: false });
+    // A key-shaped value with a bad checksum is not a key.
+    const bad = short.slice(0, -1) + (short.endsWith('A') ? 'B' : 'A');
+    assert.equal(createKeyMaterialMatcher('').find(bad), null);
+  });
+
+  test('legacy keys: 16+ letters and digits compared without separators; fewer compared as written', () => {
+    const legacy = createKeyMaterialMatcher('abcd-efgh-ijkl-mnop');
+    assert.equal(legacy.holds('ABCD.EFGH.IJKL.MNOP'), true);
+    assert.equal(legacy.holds('xx abcdefghijklmno xx'), false, 'all 16 are needed');
+    const short = createKeyMaterialMatcher('ab cd!');
+    assert.equal(short.holds('xxABCD!xx'), true);
+    assert.equal(short.holds('xxabcdxx'), false);
+    // Only a whole `nk_<env>_<body>` string is read as a key of the gateway's format: anything
+    // around it makes a legacy key, which counts whole.
+    for (const odd of [`x${key}`, `${key}-x`]) {
+      const lm = createKeyMaterialMatcher(odd);
+      assert.equal(lm.holds(`q${body.slice(0, 24)}q`), false, odd);
+      assert.equal(lm.holds(odd.toUpperCase()), true, odd);
+    }
+  });
+
+  test('mayHoldKey: a key of exactly the maximum length is scanned; without a key, other valid keys do not count', () => {
+    assert.equal(mayHoldKey('unrelated text of some length', 'k'.repeat(256), 256), false);
+    assert.equal(mayHoldKey(`x ${generateApiKey('live')}`, '', 256), false);
+  });
+});

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createRouteMatcher, isSafeRequestPath, methodRuleOf } from '../../../src/proxy/routes.js';
+import {
+  createRouteMatcher,
+  isSafeRequestPath,
+  methodRuleOf,
+  REFUSED_METHODS,
+} from '../../../src/proxy/routes.js';
 import {
   createHeaderScrubber,
   normaliseHeaderName,
@@ -192,5 +197,42 @@ describe('trusted header scrubbing', () => {
   });
   test('normalised names', () => {
     assert.equal(normaliseHeaderName('X_Company_ID'), 'x-company-id');
+  });
+});
+
+describe('isSafeRequestPath: each refusal on its own', () => {
+  test('not starting with /, an empty segment, a fragment, a literal backslash', () => {
+    for (const p of ['a/b', '/a//b', '/a#b', '/a\\b']) assert.equal(isSafeRequestPath(p), false, p);
+    assert.equal(isSafeRequestPath('/a/b'), true);
+  });
+
+  test('a dot segment at the very end, plain or encoded', () => {
+    for (const p of ['/a/.', '/a/..', '/a/%2e', '/a/%2E%2e']) assert.equal(isSafeRequestPath(p), false, p);
+    // Dots inside a segment, or a segment that only starts with dots, are names.
+    for (const p of ['/.well-known/x', '/a/.b', '/a/..b', '/a/b.', '/a/b..'])
+      assert.equal(isSafeRequestPath(p), true, p);
+  });
+
+  test('%3b is a ; (so ..%3bx is ..;x), only the listed escapes are refused', () => {
+    assert.equal(isSafeRequestPath('/a/..%3bx/b'), false);
+    assert.equal(isSafeRequestPath('/a/..%3Bx/b'), false);
+    assert.equal(isSafeRequestPath('/a/b%3bc'), true);
+    // %5C (backslash) is refused, other %5X are ordinary characters.
+    assert.equal(isSafeRequestPath('/a%5cb'), false);
+    for (const p of ['/a%50b', '/a%5Db', '/a%5fb']) assert.equal(isSafeRequestPath(p), true, p);
+    // Overlong UTF-8 starting %F0%8x is refused; other 4-byte leads are not overlong.
+    assert.equal(isSafeRequestPath('/a%f0%80%80%ae'), false);
+    assert.equal(isSafeRequestPath('/a%f1%80%80%80'), true);
+    assert.equal(isSafeRequestPath('/a%a0%80'), true);
+    // A double-encoded ; is refused; other double-encoded 3x characters are not.
+    assert.equal(isSafeRequestPath('/a%253bb'), false);
+    assert.equal(isSafeRequestPath('/a%2531b'), true);
+  });
+
+  test('REFUSED_METHODS holds TRACE, TRACK and CONNECT, and no route can allow them', () => {
+    assert.deepEqual([...REFUSED_METHODS].sort(), ['CONNECT', 'TRACE', 'TRACK']);
+    const rule = methodRuleOf({ methods: ['CONNECT', 'TRACE', 'TRACK', 'GET'] });
+    assert.equal(rule.allow, 'GET, HEAD');
+    assert.equal(rule.allows('CONNECT'), false);
   });
 });

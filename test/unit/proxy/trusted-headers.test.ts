@@ -50,6 +50,24 @@ const ALWAYS_DROPPED = [
   'x-method-override',
   'x-original-url',
   'x-original-forwarded-for',
+  'x-forwarded',
+  'forwarded-for',
+  'forwarded-host',
+  'forwarded-proto',
+  'x-scheme',
+  'x-url-scheme',
+  'x-client-scheme',
+  'front-end-https',
+  'x-arr-ssl',
+  'remote-user',
+  'remote-addr',
+  'x-user',
+  'x-auth-user',
+  'x-forwarded-user',
+  'x-forwarded-email',
+  'x-forwarded-groups',
+  'x-forwarded-preferred-username',
+  'x-forwarded-access-token',
   'x-api-key',
   'x-company-id',
   'x-api-key-id',
@@ -139,6 +157,81 @@ describe('createHeaderScrubber', () => {
     assert.deepEqual(scrub({ 'x-api-key': key, cookie: `k=${key}` }), {}, 'a cookie of only the key goes');
     // Without a key, or an empty one, nothing is scanned.
     assert.deepEqual(scrub({ 'x-api-key': '', cookie: 'a=1' }), { cookie: 'a=1' });
+  });
+});
+
+describe('createHeaderScrubber: the key in names, arrays, cookies and split values', () => {
+  const scrub = createHeaderScrubber(NAMES);
+  const key = generateApiKey('live');
+  const body = key.slice(key.indexOf('_', 3) + 1);
+
+  test('a header whose name holds the key is dropped', () => {
+    assert.deepEqual(scrub({ 'x-api-key': key, [`x-${body.toLowerCase()}`]: '1', accept: 'a' }), {
+      accept: 'a',
+    });
+  });
+
+  test('a repeated header (array) is dropped when any one value holds the key', () => {
+    assert.deepEqual(scrub({ 'x-api-key': key, 'x-multi': ['plain', `t ${key}`], 'x-ok': ['a', 'b'] }), {
+      'x-ok': ['a', 'b'],
+    });
+    // Node gives Cookie as one string; a caller's array is read like any repeated header.
+    const cookies = {
+      'x-api-key': key,
+      cookie: ['a=1', `k=${key}`],
+      accept: 'a',
+    } as unknown as IncomingHttpHeaders;
+    assert.deepEqual(scrub(cookies), { accept: 'a' });
+  });
+
+  test('a repeated header holding another valid key in one value is dropped (no split search covers it)', () => {
+    const other = generateApiKey('live');
+    assert.deepEqual(scrub({ 'x-api-key': key, 'x-multi': ['plain', other], accept: 'a' }), { accept: 'a' });
+    assert.deepEqual(scrub({ 'x-multi': [other, 'plain'], accept: 'a' }), { accept: 'a' });
+  });
+
+  test('only Cookie loses single pairs; any other header holding the key goes whole', () => {
+    assert.deepEqual(scrub({ 'x-api-key': key, 'x-note': `a=1; ${key}`, cookie: `a=1; k=${key}; b=2` }), {
+      cookie: 'a=1; b=2',
+    });
+  });
+
+  test('a key split over several headers: every part goes, the headers around it stay', () => {
+    const out = scrub({
+      'x-api-key': key,
+      'x-before': 'text/plain',
+      'x-part-1': key.slice(0, 20),
+      'x-part-2': key.slice(20, 35),
+      'x-part-3': key.slice(35),
+      'x-after': 'unrelated value',
+    });
+    assert.deepEqual(out, { 'x-before': 'text/plain', 'x-after': 'unrelated value' });
+    // Repeated values are joined like one value.
+    assert.deepEqual(
+      scrub({ 'x-api-key': key, 'x-a': 'keep', 'x-list': [body.slice(0, 12), body.slice(12, 30)] }),
+      {
+        'x-a': 'keep',
+      },
+    );
+    // Without a copy of the secret nothing is dropped.
+    assert.deepEqual(
+      scrub({ 'x-api-key': key, 'x-p': body.slice(0, 11), 'x-q': 'zz', 'x-r': body.slice(12, 24) }),
+      {
+        'x-p': body.slice(0, 11),
+        'x-q': 'zz',
+        'x-r': body.slice(12, 24),
+      },
+    );
+  });
+
+  test('with several X-API-Key values, valid keys are still found, nothing else is', () => {
+    const other = generateApiKey('live');
+    assert.deepEqual(
+      scrub({ 'x-api-key': [key, other], 'x-a': `b ${other}`, 'x-note': 'Stryker was here!' }),
+      {
+        'x-note': 'Stryker was here!',
+      },
+    );
   });
 });
 

@@ -5,6 +5,7 @@ import { GatewayError } from '../../../src/errors.js';
 import {
   AuthFailureLimiter,
   TierRateLimiter,
+  insurancePoints,
   type FailurePolicy,
   type RateDecision,
 } from '../../../src/ratelimit/tier-limiter.js';
@@ -128,7 +129,7 @@ describe('TierRateLimiter with Redis up', () => {
 });
 
 describe('TierRateLimiter when Redis fails', () => {
-  test('insurance (Redis hung): counts in memory with the same limit, then Redis again on recovery', async () => {
+  test('insurance (Redis hung): what Redis admitted counts, the rest of the share in memory until the window ends', async () => {
     const errors: unknown[] = [];
     const l = limiter('insurance', errors);
     const co = fresh();
@@ -136,30 +137,94 @@ describe('TierRateLimiter when Redis fails', () => {
     redis.pause();
     let ds: RateDecision[];
     try {
-      ds = await consumeN(l, co, TIER.points + 1);
+      ds = await consumeN(l, co, TIER.points);
     } finally {
       redis.resume();
     }
-    // The insurance limiter starts its own count: per instance, the documented under-admission.
-    assert.deepEqual(allowed(ds), [true, true, true, false]);
+    // One instance (the default): its share is the whole limit, and the request admitted through
+    // Redis before the hang is part of it: 1 + 2, never 1 + 3.
+    assert.deepEqual(allowed(ds), [true, true, false]);
     assert.deepEqual(sources(ds), ['insurance']);
     assert.deepEqual(
       ds.map((d) => d.remaining),
-      [2, 1, 0, 0],
+      [1, 0, 0],
     );
-    assert.ok(ds[3]!.resetSeconds >= TIER.duration - 2 && ds[3]!.resetSeconds <= TIER.duration);
-    assert.equal(errors.length, TIER.points + 1, 'every failed Redis call is reported');
+    assert.ok(ds[2]!.resetSeconds >= TIER.duration - 2 && ds[2]!.resetSeconds <= TIER.duration);
+    // One failed call is reported; the company then stays on the insurance (Redis not asked).
+    assert.equal(errors.length, 1);
     await primaryAgain(l);
     // Back on Redis, with exact counts.
     const next = await consumeN(l, fresh(), TIER.points + 1);
     assert.deepEqual(allowed(next), [true, true, true, false]);
     assert.deepEqual(sources(next), ['primary']);
-    // This company used 1 of 3 before the hang. The commands that timed out sat in the hung
-    // server's socket and ran when it resumed, so Redis may have counted them too: after the outage
-    // a company can only get fewer requests than its limit, never more.
-    const back = await consumeN(l, co, 3);
-    assert.ok(back.filter((d) => d.allowed).length <= 2, JSON.stringify(allowed(back)));
-    assert.equal(back[2]!.allowed, false);
+    // Redis never counted the two insurance admissions: this company stays on the insurance until
+    // its window ends (no second admission through Redis), with Redis healthy for the others.
+    const back = await consumeN(l, co, 2);
+    assert.deepEqual(allowed(back), [false, false]);
+    assert.deepEqual(sources(back), ['insurance']);
+  });
+
+  test('insurance share: floor(points / instances) per instance, counted with what Redis admitted', async () => {
+    const co = fresh();
+    const tier = { name: 'mid', points: 7, duration: 60 };
+    const make = () =>
+      new TierRateLimiter({
+        tiers: [tier],
+        redis: client,
+        keyPrefix: 'ng-test:',
+        failurePolicy: 'insurance',
+        instances: 2,
+      });
+    const [a, b] = [make(), make()];
+    // Through Redis: a admits 2, b admits 1 (3 of 7).
+    for (const l of [a, a, b]) assert.equal((await l.consume(co, tier.name)).allowed, true);
+    redis.pause();
+    let da: RateDecision[];
+    let db: RateDecision[];
+    try {
+      [da, db] = await Promise.all([
+        Promise.all(Array.from({ length: 5 }, () => a.consume(co, tier.name))),
+        Promise.all(Array.from({ length: 5 }, () => b.consume(co, tier.name))),
+      ]);
+    } finally {
+      redis.resume();
+    }
+    // Share floor(7 / 2) = 3 each: a has 1 left, b has 2; 3 + 3 = 6 ≤ 7 in all.
+    assert.equal(da.filter((d) => d.allowed).length, 1);
+    assert.equal(db.filter((d) => d.allowed).length, 2);
+    assert.deepEqual(sources([...da, ...db]), ['insurance']);
+    assert.ok(da.every((d) => d.limit === tier.points));
+    await eventually(async () => (await a.consume(fresh(), tier.name)).source === 'primary', 5000, 50);
+  });
+
+  test('insurancePoints: floor of the share, never more than the limit in all, 0 past one per instance', () => {
+    assert.equal(insurancePoints(600, 1), 600);
+    assert.equal(insurancePoints(600, 2), 300);
+    assert.equal(insurancePoints(600, 7), 85);
+    assert.ok(7 * insurancePoints(600, 7) <= 600);
+    assert.equal(insurancePoints(3, 4), 0);
+    assert.equal(insurancePoints(10, 0), 10, 'instances below 1 count as 1');
+    assert.equal(insurancePoints(10, 2.9), 5, 'a fractional count is floored');
+  });
+
+  test('insurance with more instances than points refuses (429, never over the limit)', async () => {
+    const l = new TierRateLimiter({
+      tiers: [TIER],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'insurance',
+      instances: TIER.points + 1,
+    });
+    redis.pause();
+    let d: RateDecision;
+    try {
+      d = await l.consume(fresh(), TIER.name);
+    } finally {
+      redis.resume();
+    }
+    assert.equal(d.allowed, false);
+    assert.equal(d.source, 'insurance');
+    await primaryAgain(l);
   });
 
   test('insurance over several windows: each counts, a refusal by one takes nothing from the others', async () => {
