@@ -324,9 +324,20 @@ describe('operator console with an admin token', () => {
     for (const k of [old.value.key, expiring.body.key as string]) assert.ok(!html.includes(k));
   });
 
-  test('usage: the panel says so when the gateway has no usage endpoint', async () => {
+  test("usage: the panel shows the company's counted requests, as the admin API does", async () => {
+    await t.gw.usage?.recorder.flush();
+    const report = await adminApi(t.adminPort)('GET', '/admin/v1/companies/acme/usage');
+    const buckets = report.body.buckets as { allowed: number }[];
+    const allowed = buckets.reduce((n, b) => n + b.allowed, 0);
+    assert.ok(allowed >= 1, 'the key test sent requests through the gateway');
     await page.goto(`${base}/console/#/companies/acme`);
-    await page.getByText('Usage not available on this gateway.').waitFor();
+    await page.getByText(/^Requests of acme per hour/).waitFor();
+    const usage = page.locator('table').filter({ hasText: 'Rate limited' });
+    const cells = await usage.locator('tbody tr td:nth-child(2)').allTextContents();
+    assert.equal(
+      cells.reduce((n, c) => n + Number(c), 0),
+      allowed,
+    );
   });
 
   test("errors: the admin API's {error, details} is shown as it is", async () => {
