@@ -224,4 +224,44 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
       failures: [],
     });
   });
+
+  test('scopes and limits apply like any field: enforced, idempotent, exported, changed', async () => {
+    const g = newKey('gamma-1');
+    const scoped = (points: number) => `companies:
+  - id: gamma
+    tier: free
+    scopes: [{ route: /notify/v1, paths: [/notify/v1/otps] }]
+    limits: [{ points: ${points}, duration: 60 }]
+    keys:
+      - id: ${g.id}
+        hash: ${g.hash}
+        scopes: [{ route: /notify/v1, methods: [GET] }]
+`;
+    const send = async (method: string, path: string) => {
+      const r = await fetch(`http://127.0.0.1:${t.port}${path}`, { method, headers: { 'X-API-Key': g.key } });
+      await r.arrayBuffer();
+      return r.status;
+    };
+    const path = write('scoped.yaml', scoped(3));
+    const r = await apply(path);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(await send('GET', '/notify/v1/otps'), 200);
+    assert.equal(await send('GET', '/notify/v1/sms'), 403, "outside the company's paths");
+    assert.equal(await send('POST', '/notify/v1/otps'), 403, "outside the key's methods");
+    const again = await apply(path);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, noChanges);
+    const e = await runCli(['export'], env);
+    assert.match(e.stdout, /paths:\s*\n?\s*-?\s*\/notify\/v1\/otps|paths: \[\/notify\/v1\/otps\]/);
+    assert.match(e.stdout, /points: 3/);
+    // Two of 3 used (the 403s took none); the limit lowered to 2 through the file: the next is 429.
+    assert.equal(await send('GET', '/notify/v1/otps'), 200);
+    const lower = await apply(write('scoped.yaml', scoped(2)));
+    assert.equal(lower.code, 0, lower.stderr);
+    assert.match(lower.stdout, /^updating company gamma: limits/m);
+    // Changes reach every instance within 1 s; under the old limit (3) this request would pass.
+    await new Promise((r) => setTimeout(r, 1000));
+    const status = await send('GET', '/notify/v1/otps');
+    assert.equal(status, 429, 'the lowered limit is enforced within 1 s');
+  });
 });
