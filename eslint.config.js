@@ -3,7 +3,19 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', '.tmp/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      'bench/results/',
+      '.tmp/',
+      // Mutation testing's sandboxes and reports (npm run test:mutation), never committed.
+      '.stryker-tmp/',
+      '.mutation-build/',
+      'reports/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -413,9 +413,30 @@ companies
   .option('--tier <tier>', 'a tier of rateLimit.tiers', 'free')
   .option('--status <status>', 'active | pending | suspended', parseStatus, 'active')
   .option('--api-access <on|off>', 'API access', parseOnOff, true)
+  .option(
+    '--scopes <all|json>',
+    'routes its keys may call: all, or a JSON list of {route, methods?, paths?}',
+    parseScopesOption,
+  )
+  .option(
+    '--limits <tier|windows>',
+    "its own windows, e.g. 10/1,600/60; tier = the tier's",
+    parseLimitsOption,
+  )
   .option('--json')
   .action(
-    (id: string, o: { name?: string; tier: string; status: string; apiAccess: boolean; json?: boolean }) =>
+    (
+      id: string,
+      o: {
+        name?: string;
+        tier: string;
+        status: string;
+        apiAccess: boolean;
+        scopes?: { set: unknown };
+        limits?: { set: unknown };
+        json?: boolean;
+      },
+    ) =>
       withService(
         (s) =>
           s.createCompany(
@@ -425,6 +446,8 @@ companies
               status: o.status,
               apiAccess: o.apiAccess,
               ...(o.name ? { name: o.name } : {}),
+              ...(o.scopes !== undefined ? { scopes: o.scopes.set } : {}),
+              ...(o.limits !== undefined ? { limits: o.limits.set } : {}),
             },
             CLI_ACTOR,
           ),

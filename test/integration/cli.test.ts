@@ -187,6 +187,18 @@ describe('CLI', () => {
       { points: 10, duration: 1 },
       { points: 600, duration: 60 },
     ]);
+    // The same at creation.
+    const made = await cli(
+      ['companies', 'create', 'scoped2', '--scopes', '[{"route":"/notify/v1"}]', '--limits', '7/1', '--json'],
+      env,
+    );
+    assert.equal(made.code, 0, made.stderr);
+    const born = JSON.parse(made.stdout) as { scopes: unknown; limits: unknown };
+    assert.deepEqual(born.scopes, [{ route: '/notify/v1' }]);
+    assert.deepEqual(born.limits, [{ points: 7, duration: 1 }]);
+    const refused = await cli(['companies', 'create', 'scoped3', '--scopes', '[{"route":"/nope"}]'], env);
+    assert.equal(refused.code, 2);
+    assert.equal((await cli(['companies', 'get', 'scoped3'], env)).code, 1, 'nothing created');
     const audit = JSON.parse((await cli(['audit', '--company', 'scoped', '--json'], env)).stdout) as {
       event: string;
       actor: string;
