@@ -78,6 +78,7 @@ function startableConfigOrExit(file: string | undefined): Extract<LoadResult, { 
     const parsed = parseKeyFile(
       readFileSync(path, 'utf8'),
       new Set(r.config.rateLimit.tiers.map((t) => t.name)),
+      r.config.routes,
     );
     if (!parsed.ok)
       invalidConfig(
@@ -597,7 +598,7 @@ keys
             ...(o.scopes !== undefined ? { scopes: o.scopes.set } : {}),
             ...(o.limits !== undefined ? { limits: o.limits.set } : {}),
           },
-          'cli',
+          CLI_ACTOR,
         ),
       (k) => table([k], keyCols),
       !!o.json,
@@ -763,6 +764,7 @@ program
         const r = await applyKeyFile(text, {
           store,
           tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
+          routes: config.routes,
           maxActiveKeys: config.keys.maxActiveKeys,
           actor: CLI_ACTOR,
           audit: (e) => svc.audit(e),

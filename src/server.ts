@@ -455,6 +455,7 @@ async function startAdminServer(
       : null,
     usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,
     ready: deps.ready,
+    tls: deps.tls !== undefined,
   });
   const options = { headersTimeout: 10_000, requestTimeout: 30_000 };
   const adminServer: Server = deps.tls

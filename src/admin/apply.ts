@@ -335,12 +335,14 @@ export async function applyKeyFile(
   text: string,
   opts: Omit<ApplyOptions, 'now'> & {
     tiers: ReadonlySet<string>;
+    /** The configured routes, which scopes must name (as the admin API and the key file check). */
+    routes?: Parameters<typeof parseKeyFile>[2];
     prune: boolean;
     dryRun: boolean;
     now?: () => string;
   },
 ): Promise<ApplyFileResult> {
-  const parsed = parseKeyFile(text, opts.tiers);
+  const parsed = parseKeyFile(text, opts.tiers, opts.routes);
   if (!parsed.ok) return parsed;
   const now = Date.now();
   const problems: string[] = [];

@@ -61,7 +61,7 @@ function generate(): OpenApiDocument {
       version: 'v1',
       description:
         'Companies, keys, audit and metrics, on the admin port. Error answers are `{error, details}`; ' +
-        'each operation names the role it will need in `x-required-role`.',
+        'each operation names the role it needs in `x-required-role`.',
     },
     security: [{ adminToken: [] }],
   });

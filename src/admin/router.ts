@@ -21,6 +21,8 @@ import { queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
   service: AdminService;
+  /** Served over HTTPS (`admin.tls`): only then is `Strict-Transport-Security` sent. */
+  tls?: boolean;
   /** Bearer token (name `admin`, role `admin`); `null` with no `tokens` only when bound to loopback (server.ts enforces it). */
   token: string | null;
   /** More tokens, each with a name and a role, by SHA-256 (`admin.tokens`, `ADMIN_TOKENS`). */
@@ -45,7 +47,9 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(helmet());
+  // HSTS only over HTTPS (RFC 6797 §7.2); server.ts serves the admin API over TLS with admin.tls.
+  app.use(helmet({ strictTransportSecurity: false }));
+  if (deps.tls) app.use(hstsHeader);
   const identities = adminIdentities(deps.token, deps.tokens);
   // The console's static files need no token (the page asks for it) and set their own CSP.
   const consoleOpts = deps.console
@@ -281,3 +285,9 @@ function isLoopbackHost(host: string | undefined): boolean {
   const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
   return isLoopbackName(name);
 }
+
+/** `Strict-Transport-Security` for an admin API served over HTTPS (helmet's default value). */
+const hstsHeader: RequestHandler = (_req, res, next) => {
+  res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+  next();
+};

@@ -38,10 +38,14 @@ export function findStartupProblems(config: Readonly<GatewayConfig>, opts: Prefl
     const problem = unreadable(store.file.path);
     if (problem) problems.push(`store.file.path: ${problem}${keyFileHint(store.file.path, opts.file)}`);
   }
-  if (server.tls) {
+  for (const [name, tls] of [
+    ['server.tls', server.tls],
+    ['admin.tls', admin.enabled ? admin.tls : undefined],
+  ] as const) {
+    if (!tls) continue;
     for (const k of ['certFile', 'keyFile'] as const) {
-      const problem = unreadable(server.tls[k]);
-      if (problem) problems.push(`server.tls.${k}: ${problem}`);
+      const problem = unreadable(tls[k]);
+      if (problem) problems.push(`${name}.${k}: ${problem}`);
     }
   }
   return problems;

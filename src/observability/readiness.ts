@@ -24,8 +24,12 @@ export interface ReadinessCheck {
 export interface ReadinessCheckOptions {
   /** The key store: ready when `ping()` resolves. */
   store: { ping(): Promise<void> };
-  /** The limiter's Redis client (ioredis), when the limiter has one; read at every check. */
-  limiterRedis?: { readonly status: string } | undefined;
+  /**
+   * The limiter's Redis client (ioredis), when the limiter has one; checked at every check: its
+   * connection status, and a `PING` (bounded by the client's command timeout) when it has `ping`,
+   * since a hung Redis keeps its connection `ready` while every command times out.
+   */
+  limiterRedis?: { readonly status: string; ping?(): Promise<unknown> } | undefined;
   /**
    * The limiter's failure policy. Under `closed` every request is refused while the limiter's
    * Redis is down, so the instance cannot serve: `not ready`. Otherwise that is `degraded`.
@@ -65,8 +69,16 @@ export function createReadinessCheck(opts: ReadinessCheckOptions): ReadinessChec
       checks.store = 'unavailable';
     }
     loaded ||= started();
-    const limiterOk = !limiterRedis || limiterRedis.status === 'ready';
-    checks.rateLimiter = limiterOk ? 'ok' : `redis ${limiterRedis.status}`;
+    let limiterOk = !limiterRedis || limiterRedis.status === 'ready';
+    checks.rateLimiter = limiterOk ? 'ok' : `redis ${limiterRedis!.status}`;
+    if (limiterOk && limiterRedis?.ping) {
+      try {
+        await limiterRedis.ping();
+      } catch {
+        limiterOk = false;
+        checks.rateLimiter = 'redis unavailable';
+      }
+    }
     const degraded = Object.keys(checks).filter((k) => checks[k] !== 'ok');
     const status: ReadinessStatus = draining
       ? 'draining'

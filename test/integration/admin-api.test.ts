@@ -66,6 +66,17 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     assert.equal((await api('GET', '/admin/v1/companies')).status, 200);
   });
 
+  test('over plain HTTP the admin port sends no Strict-Transport-Security (RFC 6797 §7.2)', async () => {
+    for (const path of ['/admin/v1/companies', '/healthz', '/nowhere']) {
+      const r = await fetch(`http://127.0.0.1:${a.adminPort}${path}`, {
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      await r.arrayBuffer();
+      assert.equal(r.headers.get('strict-transport-security'), null, path);
+      assert.equal(r.headers.get('x-content-type-options'), 'nosniff', 'the other helmet headers stay');
+    }
+  });
+
   test('browsers cannot drive the admin API: Origin / cross-site → 403, non-JSON bodies → 415', async () => {
     const post = (headers: Record<string, string>, body: string) =>
       fetch(`http://127.0.0.1:${a.adminPort}/admin/v1/companies`, {

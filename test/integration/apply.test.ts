@@ -264,4 +264,17 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     const status = await send('GET', '/notify/v1/otps');
     assert.equal(status, 429, 'the lowered limit is enforced within 1 s');
   });
+
+  test('scopes naming an unknown route or a method the route does not forward: exit 2, nothing changed', async () => {
+    const before = await snapshot(client);
+    const r = await apply(
+      write(
+        'bad-scopes.yaml',
+        'companies:\n  - id: omega\n    tier: free\n    scopes: [{ route: /video }]\n',
+      ),
+    );
+    assert.equal(r.code, 2, r.stdout);
+    assert.match(r.stderr, /scopes\.0\.route: not a configured route prefix/);
+    assert.equal(await snapshot(client), before);
+  });
 });

@@ -49,7 +49,8 @@ describe('config check is the pre-flight of serve (issue 12, point 1)', () => {
   test('what serve refuses, config check refuses: exit 2, the same list, every problem named by its key', async () => {
     const dir = dirWith({
       'gateway.yaml':
-        'admin: { host: 0.0.0.0 }\nserver: { port: 0, tls: { certFile: cert.pem, keyFile: key.pem } }\n',
+        'admin: { host: 0.0.0.0, tls: { certFile: admin-cert.pem, keyFile: admin-key.pem } }\n' +
+        'server: { port: 0, tls: { certFile: cert.pem, keyFile: key.pem } }\n',
     });
     const file = join(dir, 'gateway.yaml');
     const check = await cli(['config', 'check', '--config', file], { ADMIN_PORT: '0' });
@@ -63,6 +64,8 @@ describe('config check is the pre-flight of serve (issue 12, point 1)', () => {
       `- store.file.path: ${join(dir, 'keys.yaml')} does not exist (store.file.path defaults to keys.yaml in the config file's folder`,
       `- server.tls.certFile: ${join(dir, 'cert.pem')} does not exist`,
       `- server.tls.keyFile: ${join(dir, 'key.pem')} does not exist`,
+      `- admin.tls.certFile: ${join(dir, 'admin-cert.pem')} does not exist`,
+      `- admin.tls.keyFile: ${join(dir, 'admin-key.pem')} does not exist`,
     ])
       assert.ok(check.stderr.includes(needle), `${needle}\nnot in:\n${check.stderr}`);
     assert.ok(!/ENOENT/.test(check.stderr));
@@ -83,6 +86,20 @@ describe('config check is the pre-flight of serve (issue 12, point 1)', () => {
     assert.ok(check.stderr.includes(`store.file.path (${join(dir, 'keys.yaml')}): `), check.stderr);
     assert.match(check.stderr, /gold/);
     assert.match(check.stderr, /must be the 64-hex SHA-256/);
+  });
+
+  test('scopes in the key file are checked against the configured routes, as serve and a reload do', async () => {
+    const dir = dirWith({
+      'gateway.yaml': 'server: { port: 0 }\nadmin: { port: 0 }\n',
+      'keys.yaml': 'companies:\n  - { id: acme, tier: free, scopes: [{ route: /video }] }\n',
+    });
+    const file = join(dir, 'gateway.yaml');
+    const check = await cli(['config', 'check', '--config', file]);
+    const serve = await cli(['serve', '--config', file]);
+    assert.equal(check.code, 2, check.stderr);
+    assert.equal(serve.code, 2, serve.stderr);
+    assert.equal(serve.stderr, check.stderr);
+    assert.match(check.stderr, /scopes\.0\.route: not a configured route prefix/);
   });
 
   test('a minimal custom config passes once its key file exists', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashApiKey } from '../../src/auth/api-key.js';
@@ -204,7 +204,7 @@ describe('CLI', () => {
       actor: string;
     }[];
     assert.ok(
-      audit.some((e) => e.event === 'key.updated' && e.actor === 'cli'),
+      audit.some((e) => e.event === 'key.updated' && e.actor === `cli:${userInfo().username}`),
       JSON.stringify(audit),
     );
   });

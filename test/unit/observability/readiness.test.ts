@@ -77,10 +77,17 @@ describe('createReadinessCheck', () => {
         assert.equal(r.status, 'degraded');
         assert.equal(r.checks.store, 'unavailable');
         assert.ok(r.degraded.includes('store'));
+        // A hung Redis keeps its connection `ready`: only a PING shows the limiter cannot count,
+        // and under `closed` every request would be refused.
+        const c = await closed();
+        assert.equal(c.ok, false);
+        assert.equal(c.status, 'not ready');
+        assert.equal(c.checks.rateLimiter, 'redis unavailable');
       } finally {
         redis.resume();
       }
       await eventually(async () => (await insurance()).status === 'ready', 5000, 50);
+      await eventually(async () => (await closed()).status === 'ready', 5000, 50);
     });
 
     test('Redis gone: degraded under insurance, not ready under closed; ready again after it returns', async () => {
