@@ -51,6 +51,9 @@ interface Entry<T> {
   fetchedAt: number;
 }
 
+/** How long after a failed store read stale copies are served without waiting for the store. */
+const STORE_FAILING_MS = 1000;
+
 /**
  * Authenticates API keys: format check, hash, cache, store, then the company checks — in that order,
  * as an ordered list of checks whose denials are values. Only an unreachable store with no usable
@@ -70,6 +73,13 @@ export class KeyVerifier {
   private readonly companies: LRUCache<string, Entry<Company | null>>;
   private readonly inflightKeys = new Map<string, Promise<KeyRecord | null>>();
   private readonly inflightCompanies = new Map<string, Promise<Company | null>>();
+  /**
+   * Until when (this.now() ms) the store counts as failing: its last read failed less than
+   * STORE_FAILING_MS ago and none has succeeded since. Meanwhile a stale copy is served at once
+   * while a background read (one per id) finds out whether the store is back, so no request waits
+   * a Redis timeout per lookup for the whole outage.
+   */
+  private storeFailingUntil = 0;
   private readonly touched: LRUCache<string, number>;
   private generation = 0;
   private readonly now: () => number;
@@ -207,12 +217,32 @@ export class KeyVerifier {
       // One store read per id at a time: concurrent misses share it.
       const gen = this.generation;
       // An async wrapper turns a store that throws synchronously into a rejection (503, stale copy).
-      pending = (async () => load())().then((value) => {
-        if (gen === this.generation) cache.set(id, { value, fetchedAt: this.now() });
-        return value;
-      });
+      pending = (async () => load())().then(
+        (value) => {
+          this.storeFailingUntil = 0;
+          if (gen === this.generation) cache.set(id, { value, fetchedAt: this.now() });
+          return value;
+        },
+        (err: unknown) => {
+          this.storeFailingUntil = this.now() + STORE_FAILING_MS;
+          throw err;
+        },
+      );
       pending.finally(() => inflight.delete(id)).catch(() => undefined);
       inflight.set(id, pending);
+    }
+    const stale =
+      entry !== undefined &&
+      entry.value !== null &&
+      now - entry.fetchedAt < this.opts.positiveTtlMs + this.opts.staleIfErrorMs;
+    if (stale && now < this.storeFailingUntil) {
+      // The store failed a moment ago: answer from the stale copy now; the read above (shared by
+      // every request for this id) refreshes the cache once the store answers again.
+      pending.catch((err: unknown) =>
+        this.opts.onStoreError?.(kind === 'key' ? 'find_key' : 'get_company', err),
+      );
+      this.opts.onCache?.(kind, 'stale');
+      return entry.value;
     }
     try {
       const value = await pending;
@@ -221,11 +251,7 @@ export class KeyVerifier {
     } catch (err) {
       this.opts.onStoreError?.(kind === 'key' ? 'find_key' : 'get_company', err);
       // Serve a known-good copy while the store is down, up to staleIfErrorMs past its freshness.
-      if (
-        entry &&
-        entry.value !== null &&
-        now - entry.fetchedAt < this.opts.positiveTtlMs + this.opts.staleIfErrorMs
-      ) {
+      if (stale) {
         this.opts.onCache?.(kind, 'stale');
         return entry.value;
       }

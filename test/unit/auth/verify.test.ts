@@ -220,11 +220,38 @@ describe('KeyVerifier', () => {
       f.cacheEvents.length = 0;
       assert.ok((await f.verifier.verify(f.key)).ok, 'served from the stale copy');
       assert.deepEqual(f.cacheEvents, ['key:stale', 'company:stale']);
+      // The key read failed first, so the company's stale copy was served without waiting; its
+      // read still ran (in the background) and its failure is reported too.
+      await new Promise((r) => setImmediate(r));
       assert.deepEqual(f.storeErrors, ['find_key', 'get_company']);
       f.clock.now = T0 + POSITIVE_TTL + STALE;
       await assertStoreUnavailable(f.verifier.verify(f.key), 'past the stale window');
       f.probe.heal();
       assert.ok((await f.verifier.verify(f.key)).ok, 'recovers with the store, no restart');
+    });
+
+    test('while the store is failing, stale copies are served at once: a hung read delays nothing', async () => {
+      assert.ok((await f.verifier.verify(f.key)).ok);
+      f.clock.now = T0 + POSITIVE_TTL + 1;
+      f.probe.fail('findKeyByHash');
+      assert.ok((await f.verifier.verify(f.key)).ok, 'the first failure: served stale');
+      // The store now hangs (a paused Redis): within a second of the failure, nobody waits for it.
+      f.probe.heal();
+      const release = f.probe.hold('findKeyByHash');
+      f.clock.now += 500;
+      const answer = await Promise.race([
+        f.verifier.verify(f.key),
+        new Promise<'waited'>((r) => setTimeout(() => r('waited'), 300)),
+      ]);
+      assert.notEqual(answer, 'waited', 'a stale copy, not a wait on the hung store');
+      assert.ok(answer !== 'waited' && answer.ok);
+      assert.equal(f.probe.count('findKeyByHash'), 3, 'one background read found out whether it is back');
+      // Once the store answers, the refreshed record is cached and used.
+      release();
+      await new Promise((r) => setImmediate(r));
+      f.clock.now += 100;
+      assert.ok((await f.verifier.verify(f.key)).ok);
+      assert.equal(f.probe.count('findKeyByHash'), 3, 'fresh again: no further read');
     });
 
     test('an unknown key while the store fails is a 503, never a 401 or a pass', async () => {
