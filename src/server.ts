@@ -461,6 +461,7 @@ async function startAdminServer(
   const adminServer: Server = deps.tls
     ? createHttpsServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, adminApp)
     : createHttpServer(options, adminApp);
+  answerParserErrors(adminServer, Boolean(deps.tls));
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {
     // Not refused: a service mesh or a private network may encrypt below the gateway. Said loudly.
     deps.logger.warn(
@@ -551,12 +552,20 @@ function createGatewayServer(
   // Without this listener Node answers `100 Continue` by itself before we know who is calling.
   // The pipeline sends it after authentication and the rate limit (app.ts, forward).
   server.on('checkContinue', app);
-  // Requests Node's parser refuses (smuggling shapes, bad bytes), oversized headers and slow
-  // clients get the spec's error body too, and the connection is closed.
-  // Answers written to the socket are gateway-made too: the full set of security headers (HSTS
-  // when the gateway terminates TLS itself; a trusted X-Forwarded-Proto cannot be read here).
+  answerParserErrors(server, Boolean(s.tls));
+  return server;
+}
+
+/**
+ * Requests Node's parser refuses (smuggling shapes, bad bytes), oversized headers, slow clients and
+ * CONNECT get the spec's `{error, details}` body too, and the connection is closed. Shared by the
+ * gateway and the admin port. Answers written to the socket are gateway-made too: the full set of
+ * security headers (HSTS when `tls`: the server terminates TLS itself; a trusted
+ * X-Forwarded-Proto cannot be read here).
+ */
+function answerParserErrors(server: Server, tls: boolean): void {
   const security = securityHeaderSet();
-  const rawHeaders = s.tls && security.hsts ? [...security.common, security.hsts] : security.common;
+  const rawHeaders = tls && security.hsts ? [...security.common, security.hsts] : security.common;
   const rawWithAllow = [...rawHeaders, ['Allow', RAW_ALLOW] as const];
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
@@ -571,7 +580,6 @@ function createGatewayServer(
     if (!socket.writable) return void socket.destroy();
     socket.end(rawErrorResponse('METHOD_NOT_ALLOWED', rawWithAllow), () => socket.destroy());
   });
-  return server;
 }
 
 /** `Allow` of the 405s written to the socket: no route is known there, so the default list. */

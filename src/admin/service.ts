@@ -7,9 +7,11 @@ import {
   hasPassed,
   ID_PATTERN,
   isKeyActive,
+  isStoreOutage,
   StoreReadOnlyError,
   type AuditEntry,
   type Company,
+  type Invalidation,
   type KeyPatch,
   type KeyRecord,
   type KeyStore,
@@ -53,6 +55,22 @@ export interface AdminServiceOptions {
   /** Every audit event also goes here (a structured log line). */
   onAudit?: (entry: AuditEntry) => void;
   now?: () => number;
+  /**
+   * After a write fails with a store outage (it may still land: a timed-out Lua script runs when
+   * Redis is back), how often and how long the record is re-read to audit and publish a late
+   * landing. Default every 1000 ms for 30000 ms.
+   */
+  reconcile?: { intervalMs: number; forMs: number };
+}
+
+/**
+ * What to do after a write failed with a store outage: the invalidation to publish at once (a
+ * spurious one is harmless), and a check that re-reads the record, audits and publishes when the
+ * write has landed after all, and answers true when there is nothing left to wait for.
+ */
+interface Reconcile {
+  invalidation: Invalidation;
+  settle: () => Promise<boolean>;
 }
 
 /**
@@ -87,21 +105,35 @@ export class AdminService {
       scopes: v.scopes ?? null,
       limits: v.limits ?? null,
     };
-    const created = await this.write(() => this.opts.store.createCompany(company));
+    const details = {
+      tier: company.tier,
+      status: company.status,
+      apiAccess: company.apiAccess,
+      ...(company.scopes ? { scopes: company.scopes } : {}),
+      ...(company.limits ? { limits: company.limits } : {}),
+    };
+    const created = await this.write(
+      () => this.opts.store.createCompany(company),
+      () => ({
+        invalidation: { kind: 'company', id: company.id },
+        settle: async () => {
+          const c = await this.opts.store.getCompany(company.id);
+          if (!c) return false;
+          // Ours only if it carries this attempt's creation time; otherwise someone else made it.
+          if (c.createdAt === company.createdAt && c.tier === company.tier)
+            await this.audit({
+              event: 'company.created',
+              companyId: company.id,
+              actor,
+              details: { ...details, late: true },
+            });
+          return true;
+        },
+      }),
+    );
     if (!created.ok) return created;
     if (!created.value) return fail('ADMIN_DUPLICATE_COMPANY', `company ${v.id} already exists`);
-    await this.audit({
-      event: 'company.created',
-      companyId: company.id,
-      actor,
-      details: {
-        tier: company.tier,
-        status: company.status,
-        apiAccess: company.apiAccess,
-        ...(company.scopes ? { scopes: company.scopes } : {}),
-        ...(company.limits ? { limits: company.limits } : {}),
-      },
-    });
+    await this.audit({ event: 'company.created', companyId: company.id, actor, details });
     return { ok: true, value: company };
   }
 
@@ -123,8 +155,25 @@ export class AdminService {
     if (scopeFailure) return scopeFailure;
     // One atomic store write of the patched fields; no read before it (a read-merge-write lost
     // concurrent changes). The audit diff comes from that same write, so it cannot misreport.
-    const updated = await this.write(() =>
-      this.opts.store.updateCompany(id, parsed.value, isoSeconds(this.now())),
+    const patch = parsed.value;
+    const updated = await this.write(
+      () => this.opts.store.updateCompany(id, patch, isoSeconds(this.now())),
+      () => ({
+        invalidation: { kind: 'company', id },
+        settle: async () => {
+          const c = await this.opts.store.getCompany(id);
+          if (!c) return true;
+          if (!hasFields(c, patch)) return false;
+          await this.audit({
+            event: 'company.updated',
+            companyId: id,
+            actor,
+            details: { ...landed(patch), late: true },
+          });
+          await this.opts.store.publish({ kind: 'company', id });
+          return true;
+        },
+      }),
     );
     if (!updated.ok) return updated;
     if (!updated.value) return notFound('company', id);
@@ -182,7 +231,31 @@ export class AdminService {
     const before = await this.opts.store.getKey(keyId);
     if (!before) return notFound('key', keyId);
     const now = this.now();
-    const updated = await this.write(() => this.opts.store.updateKey(keyId, { revokedAt: isoSeconds(now) }));
+    const revokedAt = isoSeconds(now);
+    const updated = await this.write(
+      () => this.opts.store.updateKey(keyId, { revokedAt }),
+      () => ({
+        invalidation: { kind: 'key', hash: before.hash },
+        settle: async () => {
+          const k = await this.opts.store.getKey(keyId);
+          if (!k) return true;
+          // Landed when the stored time is this attempt's (the store keeps the earliest); an
+          // earlier one was another revocation, audited by whoever made it.
+          if (k.revokedAt === revokedAt && !hasPassed(before.revokedAt, now))
+            await this.audit({
+              event: 'key.revoked',
+              companyId: k.companyId,
+              keyId,
+              keyPrefix: k.prefix,
+              actor,
+              details: { reason, late: true },
+            });
+          else if (!hasPassed(k.revokedAt, this.now())) return false;
+          await this.opts.store.publish({ kind: 'key', hash: k.hash });
+          return true;
+        },
+      }),
+    );
     if (!updated.ok) return updated;
     const k = updated.value;
     if (!k) return notFound('key', keyId);
@@ -235,7 +308,11 @@ export class AdminService {
     const patch: KeyPatch = { rotatedTo: created.value.id };
     if (revokesAt) patch.revokedAt = revokesAt;
     // Atomic per key, and min(stored, revokesAt): a DELETE that won the race stays in force.
-    const updated = await this.opts.store.updateKey(keyId, patch);
+    const updated = await this.opts.store.updateKey(keyId, patch).catch((err: unknown) => {
+      // The new key was stored but its plaintext is never delivered (the answer is an error).
+      if (isStoreOutage(err)) this.reconcileLater(this.undelivered(created.value.id, old.hash, actor, false));
+      throw err;
+    });
     const oldKeyRevokesAt = updated ? updated.revokedAt : revokesAt;
     await this.opts.store.publish({ kind: 'key', hash: old.hash });
     await this.audit({
@@ -261,7 +338,28 @@ export class AdminService {
     if (scopeFailure) return scopeFailure;
     const before = await this.opts.store.getKey(keyId);
     if (!before) return notFound('key', keyId);
-    const updated = await this.write(() => this.opts.store.updateKey(keyId, parsed.value));
+    const patch = parsed.value;
+    const updated = await this.write(
+      () => this.opts.store.updateKey(keyId, patch),
+      () => ({
+        invalidation: { kind: 'key', hash: before.hash },
+        settle: async () => {
+          const k = await this.opts.store.getKey(keyId);
+          if (!k) return true;
+          if (!hasFields(k, patch)) return false;
+          await this.audit({
+            event: 'key.updated',
+            companyId: k.companyId,
+            keyId,
+            keyPrefix: k.prefix,
+            actor,
+            details: { ...landed(patch), late: true },
+          });
+          await this.opts.store.publish({ kind: 'key', hash: k.hash });
+          return true;
+        },
+      }),
+    );
     if (!updated.ok) return updated;
     const after = updated.value;
     if (!after) return notFound('key', keyId);
@@ -326,7 +424,10 @@ export class AdminService {
   ): Promise<AdminResult<CreatedKey>> {
     const at = isoSeconds(this.now());
     const { key, record } = createKeyRecord({ companyId, environment, label, expiresAt, createdAt: at });
-    const result = await this.write(() => this.opts.store.createKey(record, this.opts.maxActiveKeys, at));
+    const result = await this.write(
+      () => this.opts.store.createKey(record, this.opts.maxActiveKeys, at),
+      () => this.undelivered(record.id, record.hash, 'admin', true),
+    );
     if (!result.ok) return result;
     if (!result.value.ok) {
       if (result.value.reason === 'company_not_found') return notFound('company', companyId);
@@ -389,14 +490,89 @@ export class AdminService {
     };
   }
 
-  private async write<T>(op: () => Promise<T>): Promise<AdminResult<T>> {
+  /**
+   * Runs a store write. A store outage still rejects (the caller answers 503), but the write may
+   * land later: a timed-out command is not a cancelled one (a Lua script queued behind a Redis
+   * `CLIENT PAUSE WRITE` or a failover runs when the server resumes). So the invalidation is
+   * published at once and `reconcile` re-reads the record in the background.
+   */
+  private async write<T>(op: () => Promise<T>, reconcile?: () => Reconcile): Promise<AdminResult<T>> {
     try {
       return { ok: true, value: await op() };
     } catch (err) {
       if (err instanceof StoreReadOnlyError) return fail('ADMIN_READ_ONLY_STORE', err.message);
+      if (reconcile && isStoreOutage(err)) this.reconcileLater(reconcile());
       throw err;
     }
   }
+
+  /**
+   * Best effort, bounded, in the background: publish the invalidation now (a spurious one is
+   * harmless), then settle every `intervalMs` until it answers true or `forMs` have passed. Every
+   * failure (the store still down) only means "try again at the next tick".
+   */
+  private reconcileLater(r: Reconcile): void {
+    const { intervalMs, forMs } = this.opts.reconcile ?? { intervalMs: 1000, forMs: 30_000 };
+    this.opts.store.publish(r.invalidation).catch(() => undefined);
+    const until = Date.now() + forMs;
+    const tick = (): void => {
+      r.settle().then(
+        (done) => next(done),
+        () => next(false),
+      );
+    };
+    const next = (done: boolean): void => {
+      if (done || Date.now() + intervalMs > until) return;
+      setTimeout(tick, intervalMs).unref();
+    };
+    setTimeout(tick, intervalMs).unref();
+  }
+
+  /**
+   * A key stored by a create or rotation whose answer was an error: nobody holds its plaintext, so
+   * when it turns up it is revoked at once (it would only count against the cap) and both events
+   * are audited.
+   */
+  private undelivered(keyId: string, hash: string, actor: string, created: boolean): Reconcile {
+    return {
+      invalidation: { kind: 'key', hash },
+      settle: async () => {
+        const k = await this.opts.store.getKey(keyId);
+        if (!k) return false;
+        const revoked = await this.opts.store.updateKey(keyId, { revokedAt: isoSeconds(this.now()) });
+        if (created)
+          await this.audit({
+            event: 'key.created',
+            companyId: k.companyId,
+            keyId,
+            keyPrefix: k.prefix,
+            actor,
+            details: { late: true },
+          });
+        await this.audit({
+          event: 'key.revoked',
+          companyId: k.companyId,
+          keyId,
+          keyPrefix: k.prefix,
+          actor,
+          details: { reason: 'stored after a store outage; the key was never delivered', late: true },
+        });
+        await this.opts.store.publish({ kind: 'key', hash: (revoked ?? k).hash });
+        return true;
+      },
+    };
+  }
+}
+
+/** Whether `record` holds every field of `patch` (compared by value). */
+function hasFields(record: object, patch: object): boolean {
+  const r = record as Record<string, unknown>;
+  return Object.entries(patch).every(([k, v]) => JSON.stringify(r[k]) === JSON.stringify(v));
+}
+
+/** A late-landed patch as the audit shows it: `{ field: { to } }` (the value before is unknown). */
+function landed(patch: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(patch).map(([k, v]) => [k, { to: v }]));
 }
 
 /** The fields of `patch` whose value a write changed, as `{ from, to }` (compared by value). */

@@ -177,6 +177,37 @@ type Provider = {
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const UPSTREAM_FAILURES = new Set(['UPSTREAM_UNREACHABLE', 'UPSTREAM_TIMEOUT', 'PAYLOAD_TOO_LARGE']);
 
+/**
+ * Header getters for `extract`: both read `traceparent` as is; the untrusted one sees no
+ * `tracestate`, the trusted one sees it without entries that may carry key material.
+ */
+const UNTRUSTED_STATE_GETTER: Api.TextMapGetter<IncomingHttpHeaders> = {
+  keys: (headers) => Object.keys(headers).filter((k) => k !== 'tracestate'),
+  get: (headers, key) => (key === 'tracestate' ? undefined : headers[key]),
+};
+const TRUSTED_STATE_GETTER: Api.TextMapGetter<IncomingHttpHeaders> = {
+  keys: (headers) => Object.keys(headers),
+  get: (headers, key) => {
+    const v = headers[key];
+    return key === 'tracestate' && v !== undefined ? scrubTraceState(v) : v;
+  },
+};
+
+/**
+ * A tracestate without its entries that could hold a key: one with `nk_` or a run of 32 or more
+ * letters and digits (a key's random part; observability/ may not import auth/, so the test is
+ * broad on purpose: a dropped vendor entry costs nothing, a kept key leaks it). Undefined when
+ * nothing is left.
+ */
+export function scrubTraceState(value: string | string[]): string | undefined {
+  const entries = (Array.isArray(value) ? value.join(',') : value)
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '' && !KEY_MATERIAL.test(e));
+  return entries.length ? entries.join(',') : undefined;
+}
+const KEY_MATERIAL = /nk_|[0-9A-Za-z]{32}/;
+
 class ActiveTracing implements Tracing {
   readonly on = true;
   private readonly tracer: Api.Tracer;
@@ -196,9 +227,11 @@ class ActiveTracing implements Tracing {
     // A client's traceparent is continued only from a trusted proxy (server.trustedProxies), like
     // every other client-asserted header: anyone else could join or force-sample our traces. It
     // is kept as a link, so the client's trace can still be found from ours.
-    const incoming = api.trace.getSpanContext(
-      this.propagator.extract(api.ROOT_CONTEXT, req.headers, api.defaultTextMapGetter),
-    );
+    // A client's tracestate is its own text, which the SDK would export (link or parent) and
+    // propagate upstream: from an untrusted peer it is dropped whole, from a trusted proxy only
+    // entries that could carry key material are (a key pasted there is in no span, invariant 1).
+    const getter = state.peerTrusted ? TRUSTED_STATE_GETTER : UNTRUSTED_STATE_GETTER;
+    const incoming = api.trace.getSpanContext(this.propagator.extract(api.ROOT_CONTEXT, req.headers, getter));
     const valid = incoming !== undefined && api.isSpanContextValid(incoming);
     const parent =
       valid && state.peerTrusted ? api.trace.setSpanContext(api.ROOT_CONTEXT, incoming) : api.ROOT_CONTEXT;

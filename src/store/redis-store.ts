@@ -203,13 +203,14 @@ export class RedisKeyStore implements KeyStore {
       return { ok: false, reason: 'company_not_found' };
     }
     const zkey = this.prefix + 'ca:' + record.companyId;
-    const reserved = await this.scripts.ngReserveKeySlot(
-      zkey,
-      Date.parse(now),
-      maxActiveKeys,
-      record.id,
-      activeUntil(record),
-    );
+    const reserved = await this.scripts
+      .ngReserveKeySlot(zkey, Date.parse(now), maxActiveKeys, record.id, activeUntil(record))
+      .catch(async (err: unknown) => {
+        // A timed-out script may still run later (a paused or failing-over Redis): the removal,
+        // sent after it on the same connection, runs after it, so the slot is not leaked.
+        await this.client.zrem(zkey, record.id).catch(() => undefined);
+        throw err;
+      });
     if (reserved !== 1) return { ok: false, reason: 'too_many_keys' };
     try {
       await this.client.hset(this.prefix + 'kh:' + record.hash, fromRecord(record));

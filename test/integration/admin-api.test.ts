@@ -6,7 +6,7 @@ import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { startGateway } from '../../src/server.js';
 import { adminApi, type AdminCall } from '../helpers/admin.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { eventually, send } from '../helpers/http.js';
+import { eventually, send, sendRaw } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
@@ -427,4 +427,44 @@ describe('exposed keys with exposedKeys: revoke', () => {
         ),
     );
   });
+});
+
+describe('admin port: requests the HTTP parser refuses', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway({ store: { type: 'memory' }, log: { level: 'warn' } });
+  });
+  after(async () => gw?.close());
+
+  // The gateway port answered these in the spec's shape; the admin port sent empty bodies or
+  // closed the socket without a word (CONNECT).
+  const cases: [string, string, number, string][] = [
+    ['a bad request line', 'GET /admin/v1 HTTP/1.1 x\r\nHost: localhost\r\n\r\n', 400, 'Bad Request'],
+    [
+      'Content-Length with Transfer-Encoding',
+      'POST /admin/v1/companies HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      400,
+      'Bad Request',
+    ],
+    [
+      'a 20 KB header',
+      `GET /admin/v1/companies HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'Request Header Fields Too Large',
+    ],
+    ['CONNECT', 'CONNECT 127.0.0.1:6379 HTTP/1.1\r\nHost: 127.0.0.1:6379\r\n\r\n', 405, 'Method Not Allowed'],
+  ];
+  for (const [name, request, status, error] of cases) {
+    test(`${name}: ${status} with an {error, details} JSON body, on both ports`, async () => {
+      for (const port of [gw.port, gw.adminPort]) {
+        const answer = await sendRaw(port, request);
+        assert.match(answer, new RegExp(`^HTTP/1\\.1 ${status} `), `port ${port}: ${JSON.stringify(answer)}`);
+        assert.match(answer, /\r\ncontent-type: application\/json/i);
+        const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+        assert.equal(body.error, error);
+        assert.equal(typeof body.details, 'string');
+      }
+    });
+  }
 });

@@ -174,6 +174,43 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
     assert.equal(continued.parentSpanContext?.spanId, 'b7ad6b7169203331');
   });
 
+  test("a key in the client's tracestate reaches no exported span and no upstream, trusted or not", async () => {
+    exporter.reset();
+    trustedExporter.reset();
+    upstream.received.length = 0;
+    const untrustedKey = (await createCompanyAndKey(t.gw.service, 'acme-state')).key;
+    const trustedKey = (await createCompanyAndKey(trusted.gw.service, 'acme-state-trusted')).key;
+    for (const [gw, exp, k] of [
+      [t, exporter, untrustedKey],
+      [trusted, trustedExporter, trustedKey],
+    ] as const) {
+      const headers = {
+        'X-API-Key': k,
+        traceparent: CLIENT_PARENT,
+        tracestate: `vendor=${k},other=ok-1,body=${k.slice(k.lastIndexOf('_') + 1)}`,
+      };
+      assert.equal((await send(gw.port, '/notify/v1/state', { headers })).status, 200);
+      await settled(gw, exp);
+      const body = k.slice(k.lastIndexOf('_') + 1);
+      const spans = exp.getFinishedSpans().map((sp) => ({
+        context: sp.spanContext(),
+        parent: sp.parentSpanContext,
+        links: sp.links,
+        attributes: sp.attributes,
+        events: sp.events,
+        name: sp.name,
+      }));
+      const text = JSON.stringify(spans, (_k, v: unknown) =>
+        v && typeof v === 'object' && 'serialize' in v ? (v as { serialize(): string }).serialize() : v,
+      );
+      assert.ok(!text.includes(body), `the key is in an exported span: ${text}`);
+    }
+    // A trusted proxy's other tracestate entries are continued; none of the key's.
+    const forwarded = upstream.received.map((r) => String(r.headers.tracestate ?? ''));
+    assert.ok(!forwarded.some((v) => v.includes(untrustedKey.slice(8)) || v.includes(trustedKey.slice(8))));
+    assert.equal(upstream.received[1]!.headers.tracestate, 'other=ok-1');
+  });
+
   test('an upstream that is down: the upstream span ends in error with the 502', async () => {
     const dead = await startTestGateway(
       { store: { type: 'memory' }, routes: [{ prefix: '/notify/v1', target: 'http://127.0.0.1:1' }] },

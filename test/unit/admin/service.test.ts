@@ -605,3 +605,80 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
     }
   });
 });
+
+describe('AdminService: a write that fails with a store outage may land later', () => {
+  const timedOut = () => new Error('Command timed out');
+  const LIMITS = [{ points: 5, duration: 60 }];
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  function outage() {
+    const audit: AuditEntry[] = [];
+    const published: Invalidation[] = [];
+    const store = new ProbeKeyStore(new MemoryKeyStore());
+    store.subscribe((m) => published.push(m));
+    const svc = new AdminService({
+      store,
+      tiers: new Set(['free']),
+      maxActiveKeys: 5,
+      rotationAgeDays: 90,
+      onAudit: (e) => audit.push(e),
+      reconcile: { intervalMs: 20, forMs: 300 },
+    });
+    return { svc, store, audit, published };
+  }
+
+  test('a key update that lands after its outage is audited late and published', async () => {
+    const { svc, store, audit, published } = outage();
+    await svc.createCompany({ id: 'acme' });
+    const k = await svc.createKey('acme', {});
+    assert.ok(k.ok);
+    const hash = (await store.getKey(k.value.id))!.hash;
+    store.fail('updateKey', timedOut());
+    published.length = 0;
+    await assert.rejects(svc.updateKey(k.value.id, { limits: LIMITS }), /timed out/);
+    assert.deepEqual(published, [{ kind: 'key', hash }], 'published at once, best effort');
+    store.heal();
+    await store.inner.updateKey(k.value.id, { limits: LIMITS }); // the timed-out write runs now
+    await wait(100);
+    const late = audit.filter((e) => e.event === 'key.updated');
+    assert.deepEqual(
+      late.map((e) => e.details),
+      [{ limits: { to: LIMITS }, late: true }],
+    );
+    assert.equal(published.length, 2);
+  });
+
+  test('a write that never lands: nothing audited, and the re-reads stop after forMs', async () => {
+    const { svc, store, audit } = outage();
+    await svc.createCompany({ id: 'acme' });
+    store.fail('updateCompany', timedOut());
+    await assert.rejects(svc.updateCompany('acme', { status: 'suspended' }), /timed out/);
+    await wait(400);
+    const reads = store.count('getCompany');
+    await wait(100);
+    assert.equal(store.count('getCompany'), reads, 'still re-reading after forMs');
+    assert.ok(reads >= 5 && reads <= 20, `${reads} re-reads`);
+    assert.deepEqual(
+      audit.map((e) => e.event),
+      ['company.created'],
+    );
+  });
+
+  test('a rotation whose old-key write fails: the new key, never delivered, is revoked once it is seen', async () => {
+    const { svc, store, audit } = outage();
+    await svc.createCompany({ id: 'acme' });
+    const k = await svc.createKey('acme', {});
+    assert.ok(k.ok);
+    store.fail('updateKey', timedOut());
+    await assert.rejects(svc.rotateKey(k.value.id, {}), /timed out/);
+    store.heal();
+    await wait(100);
+    const keys = await store.listKeys('acme');
+    const fresh = keys.find((x) => x.id !== k.value.id)!;
+    assert.ok(fresh.revokedAt, 'the undelivered key was left active');
+    assert.equal((await store.getKey(k.value.id))!.revokedAt, null, 'the old key keeps working');
+    assert.deepEqual(
+      audit.filter((e) => e.keyId === fresh.id).map((e) => [e.event, e.details?.late]),
+      [['key.revoked', true]],
+    );
+  });
+});

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createLogger } from '../../../src/observability/logger.js';
-import { createTracing, tracingSettings, TRACING_OFF } from '../../../src/observability/tracing.js';
+import {
+  createTracing,
+  scrubTraceState,
+  tracingSettings,
+  TRACING_OFF,
+} from '../../../src/observability/tracing.js';
 
 const EP = 'http://collector:4318';
 
@@ -89,5 +94,19 @@ describe('createTracing', () => {
     const t = await createTracing({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }, logger });
     assert.equal(t.on, true);
     await t.shutdown();
+  });
+});
+
+describe('scrubTraceState', () => {
+  test('drops entries that may hold key material, keeps the others in order', () => {
+    const key = 'nk_live_' + 'A1b2C3d4'.repeat(4) + 'Zz9876';
+    assert.equal(scrubTraceState(`a=1,vendor=${key}, b=x-2`), 'a=1,b=x-2');
+    assert.equal(scrubTraceState(['a=1', `k=${key.slice(8)}`]), 'a=1');
+    assert.equal(scrubTraceState('p=nk_'), undefined);
+    assert.equal(scrubTraceState(''), undefined);
+    assert.equal(
+      scrubTraceState('congo=t61rcWkgMzE,rojo=00f067aa0ba902b7'),
+      'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7',
+    );
   });
 });
