@@ -1,8 +1,6 @@
 import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
-import { KEY_LIKE_PATTERN } from './api-key.js';
 import { percentDecode } from './percent-decode.js';
 
-const KEY_LIKE_GLOBAL = new RegExp(KEY_LIKE_PATTERN.source, 'g');
 /** Double and triple %-encoding are undone too: `%2561pi_key` still names `api_key`. */
 const MAX_DECODE_ROUNDS = 4;
 
@@ -47,10 +45,11 @@ export function createUrlKeyGuard(
   limits: Readonly<UrlGuardLimits> = DEFAULT_URL_GUARD_LIMITS,
 ): (url: string) => UrlKeyCheck {
   const names = new Set(paramNames.map(normaliseParamName));
+  const longestName = Math.max(0, ...[...names].map((n) => n.length));
   return function checkUrlForKey(url: string): UrlKeyCheck {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const scan: PairScan = { names, candidates: [], budget: limits.maxParams };
+    const scan: PairScan = { names, longestName, candidates: [], budget: limits.maxParams };
     let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
     if (overLimit) collectKeyShaped(url, scan.candidates);
     else {
@@ -72,6 +71,8 @@ export function createUrlKeyGuard(
 
 interface PairScan {
   names: Set<string>;
+  /** Length of the longest squashed name: a longer name is not squashed to the end. */
+  longestName: number;
   candidates: string[];
   /** Pieces left to examine one by one. */
   budget: number;
@@ -109,25 +110,73 @@ function nextOf(s: string, ch: '&' | ';' | '/' | '=', i: number, next: Record<st
 }
 
 function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
-  const value = decodeRepeatedly(rawValue);
+  // `+` is a space in a form-encoded value, but a space and a `+` are alike to the squashed name and
+  // to the key-shape scan: only a key-named parameter's value (a candidate) is read with `+` as a space.
   const name = decodeRepeatedly(rawName);
-  if (scan.names.has(squashName(name))) scan.candidates.push(value);
-  else collectKeyShaped(value, scan.candidates);
+  if (scan.names.has(squashName(name, scan.longestName))) {
+    const plain = rawValue.includes('+') ? rawValue.replaceAll('+', ' ') : rawValue;
+    const value = decodeRepeatedly(plain);
+    scan.candidates.push(value);
+  } else collectKeyShaped(decodeRepeatedly(rawValue), scan.candidates);
   // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
   collectKeyShaped(name, scan.candidates);
 }
 
-/** Lowercase letters and digits only. The regex is one character class: no backtracking. */
-function squashName(decoded: string): string {
-  return decoded.toLowerCase().replace(/[^a-z0-9]+/g, '');
+/**
+ * Lowercase letters and digits only, in one pass; stops once longer than `max` (no name can match).
+ * A non-ASCII character counts by its lowercase form, as `toLowerCase` would give it: only two have
+ * a letter there, the Kelvin sign `\u212A` (`k`) and `\u0130` (`i` and a combining dot).
+ */
+function squashName(decoded: string, max = Infinity): string {
+  let out = '';
+  for (let i = 0; i < decoded.length && out.length <= max; i++) {
+    const c = decoded.charCodeAt(i);
+    if (isDigit(c) || isLower(c)) out += decoded[i];
+    else if (isUpper(c)) out += String.fromCharCode(c + 32);
+    else if (c === 0x212a) out += 'k';
+    else if (c === 0x130) out += 'i';
+  }
+  return out;
 }
 
-/** Key-shaped substrings. The pattern has only bounded quantifiers: at most ~60 steps per `nk_`. */
+/**
+ * Key-shaped substrings (`nk_<env>_` + 38 base62, the shape of KEY_LIKE_PATTERN), found in one
+ * pass: each `_` is looked up with indexOf and a shape is tried only where `nk` stands before it.
+ * A try reads no further than the second `_` after it (an environment has no `_`, a body neither),
+ * so every character is read a small, fixed number of times.
+ */
 function collectKeyShaped(text: string, out: string[]): void {
-  if (!text.includes('nk_')) return;
-  // exec on the one global regex: matchAll would clone it on every call.
-  KEY_LIKE_GLOBAL.lastIndex = 0;
-  for (let m = KEY_LIKE_GLOBAL.exec(text); m !== null; m = KEY_LIKE_GLOBAL.exec(text)) out.push(m[0]);
+  for (let u = text.indexOf('_', 2); u !== -1; u = text.indexOf('_', u + 1)) {
+    if (text.charCodeAt(u - 1) !== 107 || text.charCodeAt(u - 2) !== 110) continue;
+    let i = u + 1;
+    if (!isLower(text.charCodeAt(i))) continue;
+    const envEnd = Math.min(text.length, i + 16);
+    for (i++; i < envEnd && (isLower(text.charCodeAt(i)) || isDigit(text.charCodeAt(i))); i++);
+    if (i - u - 1 < 2 || text.charCodeAt(i) !== 95) continue;
+    const body = i + 1;
+    for (i = body; i < body + KEY_BODY_LENGTH && isBase62(text.charCodeAt(i)); i++);
+    if (i - body < KEY_BODY_LENGTH) continue;
+    out.push(text.slice(u - 2, i));
+    u = i - 1;
+  }
+}
+
+const KEY_BODY_LENGTH = 38;
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+function isLower(c: number): boolean {
+  return c >= 97 && c <= 122;
+}
+
+function isUpper(c: number): boolean {
+  return c >= 65 && c <= 90;
+}
+
+function isBase62(c: number): boolean {
+  return isDigit(c) || isLower(c) || isUpper(c);
 }
 
 /** Whether `s` holds more than `max` of `ch` (stops looking at max + 1). */
@@ -137,9 +186,9 @@ function hasMoreThan(s: string, ch: string, max: number): boolean {
   return true;
 }
 
-/** '+' → space, then %-decodes until stable, at most MAX_DECODE_ROUNDS times. Never throws. */
+/** %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. */
 function decodeRepeatedly(s: string): string {
-  let cur = s.includes('+') ? s.replaceAll('+', ' ') : s;
+  let cur = s;
   for (let i = 0; i < MAX_DECODE_ROUNDS && cur.includes('%'); i++) {
     const next = percentDecode(cur);
     if (next === cur) break;

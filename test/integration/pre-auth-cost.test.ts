@@ -38,6 +38,11 @@ const PAYLOADS: Record<string, string> = {
   'raw UTF-8': 'é',
   '%-encoded UTF-8': '%C3%A9',
   'invalid %-encoded UTF-8': '%FF%C3',
+  '+': '+',
+  'nk_ repeated': 'nk_',
+  '+nk_': '+nk_',
+  'NK_ repeated': 'NK_',
+  'key-shape prefixes': 'nk_live_abc',
 };
 
 /** Request targets: each payload in the query and in the path of a route, and on a 404 path. */
