@@ -1,8 +1,22 @@
 import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
 import { percentDecode } from './percent-decode.js';
 
-/** Double and triple %-encoding are undone too: `%2561pi_key` still names `api_key`. */
-const MAX_DECODE_ROUNDS = 4;
+/**
+ * Repeated %-encoding is undone too (`%2561pi_key` still names `api_key`), as deep as the forward
+ * step's key-material check reads (src/proxy/key-material.ts); a string still changing after that
+ * counts as carrying a key.
+ */
+const MAX_DECODE_ROUNDS = 8;
+/**
+ * Decoding work per URL, in characters decoded per character of the URL over every round of every
+ * piece, each round charged DECODE_CALL_COST more, plus DECODE_BUDGET_MIN: a benign URL decodes each
+ * encoded piece once (a matrix parameter twice: with the path, then alone), so this leaves room for
+ * double encoding, and for any encoding of a short URL, while a long URL of deep `%25` chains costs
+ * about 2 passes, not 9. Past it the URL counts as undecided.
+ */
+const DECODE_BUDGET_PER_CHAR = 2;
+const DECODE_CALL_COST = 8;
+const DECODE_BUDGET_MIN = 2048;
 
 export interface UrlGuardLimits {
   /** Query and matrix parameters examined: every piece between `&` or `;` (or `/` after a `;`). */
@@ -15,13 +29,17 @@ export interface UrlGuardLimits {
  * What the guard saw. `overLimit`: the URL has more parameters or path segments than the guard
  * examines, so it may hide a key: a caller refuses it and does not log its path. Candidates are
  * what was found in the examined part, plus plain (not %-encoded) key-shaped values in the rest.
+ * `undecided`: a part of the URL was still %-encoded after MAX_DECODE_ROUNDS rounds, or after the
+ * URL's decoding budget (DECODE_BUDGET_PER_CHAR characters decoded per character of the URL) ran out;
+ * it is found  * (treated as a key in the URL) whatever the candidates.
  */
 export type UrlKeyCheck =
-  { found: false; overLimit?: boolean } | { found: true; candidates: string[]; overLimit?: boolean };
+  | { found: false; overLimit?: boolean }
+  | { found: true; candidates: string[]; overLimit?: boolean; undecided?: boolean };
 
 /** Lowercases and drops everything but letters and digits: `X-API_Key`, `x.api.key` → `xapikey`. */
 export function normaliseParamName(name: string): string {
-  return squashName(decodeRepeatedly(name));
+  return squashName(decodeRepeatedly(name, { undecided: false, decodeBudget: Infinity }));
 }
 
 /**
@@ -49,11 +67,18 @@ export function createUrlKeyGuard(
   return function checkUrlForKey(url: string): UrlKeyCheck {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const scan: PairScan = { names, longestName, candidates: [], budget: limits.maxParams };
+    const scan: PairScan = {
+      names,
+      longestName,
+      candidates: [],
+      budget: limits.maxParams,
+      undecided: false,
+      decodeBudget: DECODE_BUDGET_PER_CHAR * url.length + DECODE_BUDGET_MIN,
+    };
     let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
     if (overLimit) collectKeyShaped(url, scan.candidates);
     else {
-      const decoded = decodeRepeatedly(path);
+      const decoded = decodeRepeatedly(path, scan);
       collectKeyShaped(decoded, scan.candidates);
       // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too; after the first
       // `;` every later segment is read as one.
@@ -62,8 +87,9 @@ export function createUrlKeyGuard(
       if (overLimit) collectKeyShaped(url.slice(path.length), scan.candidates);
       else if (q !== -1) overLimit = !checkPairs(url, q + 1, false, scan);
     }
-    const found = scan.candidates.length > 0;
+    const found = scan.candidates.length > 0 || scan.undecided;
     const result: UrlKeyCheck = found ? { found, candidates: scan.candidates } : { found };
+    if (scan.undecided) (result as { undecided?: boolean }).undecided = true;
     if (overLimit) result.overLimit = true;
     return result;
   };
@@ -74,6 +100,10 @@ interface PairScan {
   /** Length of the longest squashed name: a longer name is not squashed to the end. */
   longestName: number;
   candidates: string[];
+  /** A piece was still %-encoded after the last round. */
+  undecided: boolean;
+  /** Characters left to %-decode, over all rounds of all pieces. */
+  decodeBudget: number;
   /** Pieces left to examine one by one. */
   budget: number;
 }
@@ -112,12 +142,12 @@ function nextOf(s: string, ch: '&' | ';' | '/' | '=', i: number, next: Record<st
 function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
   // `+` is a space in a form-encoded value, but a space and a `+` are alike to the squashed name and
   // to the key-shape scan: only a key-named parameter's value (a candidate) is read with `+` as a space.
-  const name = decodeRepeatedly(rawName);
+  const name = decodeRepeatedly(rawName, scan);
   if (scan.names.has(squashName(name, scan.longestName))) {
     const plain = rawValue.includes('+') ? rawValue.replaceAll('+', ' ') : rawValue;
-    const value = decodeRepeatedly(plain);
+    const value = decodeRepeatedly(plain, scan);
     scan.candidates.push(value);
-  } else collectKeyShaped(decodeRepeatedly(rawValue), scan.candidates);
+  } else collectKeyShaped(decodeRepeatedly(rawValue, scan), scan.candidates);
   // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
   collectKeyShaped(name, scan.candidates);
 }
@@ -139,29 +169,33 @@ function squashName(decoded: string, max = Infinity): string {
   return out;
 }
 
+/** A key's body after its `_`: where a native search for key shapes starts. */
+const KEY_BODY = /_[0-9A-Za-z]{38}/g;
+/** The longest environment in `nk_<env>_` (KEY_LIKE_PATTERN: `[a-z][a-z0-9]{1,15}`). */
+const MAX_ENV_LENGTH = 16;
+
 /**
- * Key-shaped substrings (`nk_<env>_` + 38 base62, the shape of KEY_LIKE_PATTERN), found in one
- * pass: each `_` is looked up with indexOf and a shape is tried only where `nk` stands before it.
- * A try reads no further than the second `_` after it (an environment has no `_`, a body neither),
- * so every character is read a small, fixed number of times.
+ * Key-shaped substrings (`nk_<env>_` + 38 base62, KEY_LIKE_PATTERN) in any letter case, like the
+ * forward step (`NK_LIVE_…`). One native pass finds each `_` followed by 38 base62 characters (a
+ * try fails at the first other character, and matches cannot overlap a key's `nk_<env>`); from
+ * there at most 19 characters are read backwards for `nk_<env>`.
  */
 function collectKeyShaped(text: string, out: string[]): void {
-  for (let u = text.indexOf('_', 2); u !== -1; u = text.indexOf('_', u + 1)) {
-    if (text.charCodeAt(u - 1) !== 107 || text.charCodeAt(u - 2) !== 110) continue;
-    let i = u + 1;
-    if (!isLower(text.charCodeAt(i))) continue;
-    const envEnd = Math.min(text.length, i + 16);
-    for (i++; i < envEnd && (isLower(text.charCodeAt(i)) || isDigit(text.charCodeAt(i))); i++);
-    if (i - u - 1 < 2 || text.charCodeAt(i) !== 95) continue;
-    const body = i + 1;
-    for (i = body; i < body + KEY_BODY_LENGTH && isBase62(text.charCodeAt(i)); i++);
-    if (i - body < KEY_BODY_LENGTH) continue;
-    out.push(text.slice(u - 2, i));
-    u = i - 1;
+  if (text.length < 44) return;
+  KEY_BODY.lastIndex = 0;
+  for (let m = KEY_BODY.exec(text); m !== null; m = KEY_BODY.exec(text)) {
+    const v = m.index;
+    let e = v - 1; // back over the environment to the `_` before it
+    while (e >= 0 && v - e <= MAX_ENV_LENGTH && isBase62(text.charCodeAt(e))) e--;
+    if (v - e < 3 || text.charCodeAt(e) !== 95 || !isLetter(text.charCodeAt(e + 1))) continue;
+    if ((text.charCodeAt(e - 1) | 0x20) !== 107 || (text.charCodeAt(e - 2) | 0x20) !== 110) continue;
+    out.push(text.slice(e - 2, v + 39));
   }
 }
 
-const KEY_BODY_LENGTH = 38;
+function isLetter(c: number): boolean {
+  return isLower(c | 0x20);
+}
 
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
@@ -186,12 +220,23 @@ function hasMoreThan(s: string, ch: string, max: number): boolean {
   return true;
 }
 
-/** %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. */
-function decodeRepeatedly(s: string): string {
+/**
+ * %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. Sets
+ * `undecided` when one more round would still change the string, or the budget ran out.
+ */
+function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: number }): string {
   let cur = s;
-  for (let i = 0; i < MAX_DECODE_ROUNDS && cur.includes('%'); i++) {
+  for (let i = 0; cur.includes('%'); i++) {
+    if ((seen.decodeBudget -= cur.length + DECODE_CALL_COST) < 0) {
+      seen.undecided = true;
+      break;
+    }
     const next = percentDecode(cur);
     if (next === cur) break;
+    if (i === MAX_DECODE_ROUNDS) {
+      seen.undecided = true;
+      break;
+    }
     cur = next;
   }
   return cur;
