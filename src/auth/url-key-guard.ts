@@ -19,6 +19,8 @@ const DECODE_CALL_COST = 8;
 const DECODE_BUDGET_MIN = 2048;
 
 export interface UrlGuardLimits {
+  /** Parameter names that override the request method (`_method`...): reported as `methodOverride`. */
+  methodOverrideParams?: readonly string[];
   /** Query and matrix parameters examined: every piece between `&` or `;` (or `/` after a `;`). */
   maxParams: number;
   /** Path segments (pieces between `/`). */
@@ -34,12 +36,23 @@ export interface UrlGuardLimits {
  * it is found  * (treated as a key in the URL) whatever the candidates.
  */
 export type UrlKeyCheck =
-  | { found: false; overLimit?: boolean }
-  | { found: true; candidates: string[]; overLimit?: boolean; undecided?: boolean };
+  | { found: false; overLimit?: boolean; methodOverride?: boolean }
+  | { found: true; candidates: string[]; overLimit?: boolean; undecided?: boolean; methodOverride?: boolean };
 
 /** Lowercases and drops everything but letters and digits: `X-API_Key`, `x.api.key` → `xapikey`. */
 export function normaliseParamName(name: string): string {
-  return squashName(decodeRepeatedly(name, { undecided: false, decodeBudget: Infinity }));
+  return squashName(decodeRepeatedly(name, NO_LIMIT));
+}
+
+const NO_LIMIT = { undecided: false, decodeBudget: Infinity };
+
+/**
+ * A method-override name: squashed like a key name, but a leading `_`, `-` or `.` counts, so
+ * `_method` (what method-override, Rails and Laravel read) is not `method`, a common parameter.
+ */
+function overrideName(decoded: string, squashed = squashName(decoded)): string {
+  const c = decoded.charCodeAt(0);
+  return c === 95 || c === 45 || c === 46 ? `_${squashed}` : squashed;
 }
 
 /**
@@ -63,7 +76,10 @@ export function createUrlKeyGuard(
   limits: Readonly<UrlGuardLimits> = DEFAULT_URL_GUARD_LIMITS,
 ): (url: string) => UrlKeyCheck {
   const names = new Set(paramNames.map(normaliseParamName));
-  const longestName = Math.max(0, ...[...names].map((n) => n.length));
+  const overrideNames = new Set(
+    (limits.methodOverrideParams ?? []).map((n) => overrideName(decodeRepeatedly(n, NO_LIMIT))),
+  );
+  const longestName = Math.max(0, ...[...names, ...overrideNames].map((n) => n.length));
   return function checkUrlForKey(url: string): UrlKeyCheck {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -73,6 +89,8 @@ export function createUrlKeyGuard(
       candidates: [],
       budget: limits.maxParams,
       undecided: false,
+      overrideNames,
+      methodOverride: false,
       decodeBudget: DECODE_BUDGET_PER_CHAR * url.length + DECODE_BUDGET_MIN,
     };
     let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
@@ -90,6 +108,7 @@ export function createUrlKeyGuard(
     const found = scan.candidates.length > 0 || scan.undecided;
     const result: UrlKeyCheck = found ? { found, candidates: scan.candidates } : { found };
     if (scan.undecided) (result as { undecided?: boolean }).undecided = true;
+    if (scan.methodOverride) result.methodOverride = true;
     if (overLimit) result.overLimit = true;
     return result;
   };
@@ -102,6 +121,9 @@ interface PairScan {
   candidates: string[];
   /** A piece was still %-encoded after the last round. */
   undecided: boolean;
+  /** Squashed names of method-override parameters, and whether one was seen. */
+  overrideNames: Set<string>;
+  methodOverride: boolean;
   /** Characters left to %-decode, over all rounds of all pieces. */
   decodeBudget: number;
   /** Pieces left to examine one by one. */
@@ -143,7 +165,10 @@ function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
   // `+` is a space in a form-encoded value, but a space and a `+` are alike to the squashed name and
   // to the key-shape scan: only a key-named parameter's value (a candidate) is read with `+` as a space.
   const name = decodeRepeatedly(rawName, scan);
-  if (scan.names.has(squashName(name, scan.longestName))) {
+  const squashed = squashName(name, scan.longestName);
+  if (scan.overrideNames.size > 0 && scan.overrideNames.has(overrideName(name, squashed)))
+    scan.methodOverride = true;
+  if (scan.names.has(squashed)) {
     const plain = rawValue.includes('+') ? rawValue.replaceAll('+', ' ') : rawValue;
     const value = decodeRepeatedly(plain, scan);
     scan.candidates.push(value);

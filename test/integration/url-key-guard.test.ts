@@ -67,3 +67,64 @@ describe('URL key guard: key shapes as wide as the forward step (no header key)'
     assert.equal((plain.json as { details: string }).details !== KEY_IN_URL, true);
   });
 });
+
+describe('URL key guard: method overrides in the URL (scope bypass)', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { authFailures: { enabled: false } },
+    });
+    const c = await t.gw.service.createCompany({
+      id: 'postonly',
+      tier: 'standard',
+      scopes: [{ route: '/notify/v1', methods: ['POST'], paths: ['/notify/v1/otps'] }],
+    });
+    assert.ok(c.ok, JSON.stringify(c));
+    const k = await t.gw.service.createKey('postonly', {});
+    assert.ok(k.ok, JSON.stringify(k));
+    key = k.value.key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('_method and X-HTTP-Method-Override in the query or matrix are refused 400, never forwarded', async () => {
+    const refused = [
+      '/notify/v1/otps/123?_method=DELETE',
+      '/notify/v1/otps/123;_method=DELETE',
+      '/notify/v1/otps/123?X-HTTP-Method-Override=DELETE',
+      '/notify/v1/otps/123?a=1&x_http_method=DELETE',
+      '/notify/v1/otps/123?X.Method.Override=PUT',
+      '/notify/v1/otps/123?_METHOD=DELETE',
+      '/notify/v1/otps/123?%5Fmethod=DELETE',
+      '/notify/v1/otps/123?%255Fmethod=DELETE',
+      '/notify/v1/otps?_method',
+    ];
+    for (const path of refused) {
+      const r = await send(t.port, path, { method: 'POST', headers: { 'X-API-Key': key }, body: '{}' });
+      assert.equal(r.status, 400, path);
+      assert.deepEqual(
+        r.json,
+        { error: 'Bad Request', details: 'Method overrides in the URL are not accepted' },
+        path,
+      );
+    }
+    assert.equal(upstream.received.length, 0, 'the upstream saw a request');
+    // Without an override the scoped key goes through; a look-alike name is not an override.
+    const ok = await send(t.port, '/notify/v1/otps/123?method=x&my_method=y', {
+      method: 'POST',
+      headers: { 'X-API-Key': key },
+      body: '{}',
+    });
+    assert.equal(ok.status, 200);
+    assert.equal(upstream.received.length, 1);
+    assert.equal(upstream.received[0]!.method, 'POST');
+  });
+});
