@@ -13,6 +13,11 @@ export const ERRORS = {
     error: 'Unauthorized',
     details: 'API key must be sent in the X-API-Key header, not in the URL',
   },
+  METHOD_OVERRIDE_IN_URL: {
+    status: 400,
+    error: 'Bad Request',
+    details: 'Method overrides in the URL are not accepted',
+  },
   COMPANY_INACTIVE: { status: 403, error: 'Forbidden', details: 'Company is not active' },
   API_ACCESS_DISABLED: {
     status: 403,

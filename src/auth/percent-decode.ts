@@ -70,6 +70,13 @@ function decodeSmall(s: string): string {
   let lower = 0x80; // bounds of the next continuation byte: they exclude overlong forms,
   let upper = 0xbf; // surrogates and code points above U+10FFFF
   for (let i = 0; i < s.length;) {
+    if (needed === 0) {
+      // Literal text up to the next `%` is copied in one slice (a `%25` chain is one escape a round).
+      const pct = s.indexOf('%', i);
+      if (pct === -1) return out + s.slice(i);
+      if (pct > i) out += s.slice(i, pct);
+      i = pct;
+    }
     const c = s.charCodeAt(i);
     const byte = c === 37 && i + 2 < s.length ? hexPair(s.charCodeAt(i + 1), s.charCodeAt(i + 2)) : -1;
     if (byte === -1 || (needed !== 0 && (byte < lower || byte > upper))) {

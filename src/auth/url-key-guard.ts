@@ -1,12 +1,26 @@
 import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
-import { KEY_LIKE_PATTERN } from './api-key.js';
 import { percentDecode } from './percent-decode.js';
 
-const KEY_LIKE_GLOBAL = new RegExp(KEY_LIKE_PATTERN.source, 'g');
-/** Double and triple %-encoding are undone too: `%2561pi_key` still names `api_key`. */
-const MAX_DECODE_ROUNDS = 4;
+/**
+ * Repeated %-encoding is undone too (`%2561pi_key` still names `api_key`), as deep as the forward
+ * step's key-material check reads (src/proxy/key-material.ts); a string still changing after that
+ * counts as carrying a key.
+ */
+const MAX_DECODE_ROUNDS = 8;
+/**
+ * Decoding work per URL, in characters decoded per character of the URL over every round of every
+ * piece, each round charged DECODE_CALL_COST more, plus DECODE_BUDGET_MIN: a benign URL decodes each
+ * encoded piece once (a matrix parameter twice: with the path, then alone), so this leaves room for
+ * double encoding, and for any encoding of a short URL, while a long URL of deep `%25` chains costs
+ * about 2 passes, not 9. Past it the URL counts as undecided.
+ */
+const DECODE_BUDGET_PER_CHAR = 2;
+const DECODE_CALL_COST = 8;
+const DECODE_BUDGET_MIN = 2048;
 
 export interface UrlGuardLimits {
+  /** Parameter names that override the request method (`_method`...): reported as `methodOverride`. */
+  methodOverrideParams?: readonly string[];
   /** Query and matrix parameters examined: every piece between `&` or `;` (or `/` after a `;`). */
   maxParams: number;
   /** Path segments (pieces between `/`). */
@@ -17,13 +31,28 @@ export interface UrlGuardLimits {
  * What the guard saw. `overLimit`: the URL has more parameters or path segments than the guard
  * examines, so it may hide a key: a caller refuses it and does not log its path. Candidates are
  * what was found in the examined part, plus plain (not %-encoded) key-shaped values in the rest.
+ * `undecided`: a part of the URL was still %-encoded after MAX_DECODE_ROUNDS rounds, or after the
+ * URL's decoding budget (DECODE_BUDGET_PER_CHAR characters decoded per character of the URL) ran out;
+ * it is found  * (treated as a key in the URL) whatever the candidates.
  */
 export type UrlKeyCheck =
-  { found: false; overLimit?: boolean } | { found: true; candidates: string[]; overLimit?: boolean };
+  | { found: false; overLimit?: boolean; methodOverride?: boolean }
+  | { found: true; candidates: string[]; overLimit?: boolean; undecided?: boolean; methodOverride?: boolean };
 
 /** Lowercases and drops everything but letters and digits: `X-API_Key`, `x.api.key` → `xapikey`. */
 export function normaliseParamName(name: string): string {
-  return squashName(decodeRepeatedly(name));
+  return squashName(decodeRepeatedly(name, NO_LIMIT));
+}
+
+const NO_LIMIT = { undecided: false, decodeBudget: Infinity };
+
+/**
+ * A method-override name: squashed like a key name, but a leading `_`, `-` or `.` counts, so
+ * `_method` (what method-override, Rails and Laravel read) is not `method`, a common parameter.
+ */
+function overrideName(decoded: string, squashed = squashName(decoded)): string {
+  const c = decoded.charCodeAt(0);
+  return c === 95 || c === 45 || c === 46 ? `_${squashed}` : squashed;
 }
 
 /**
@@ -47,14 +76,27 @@ export function createUrlKeyGuard(
   limits: Readonly<UrlGuardLimits> = DEFAULT_URL_GUARD_LIMITS,
 ): (url: string) => UrlKeyCheck {
   const names = new Set(paramNames.map(normaliseParamName));
+  const overrideNames = new Set(
+    (limits.methodOverrideParams ?? []).map((n) => overrideName(decodeRepeatedly(n, NO_LIMIT))),
+  );
+  const longestName = Math.max(0, ...[...names, ...overrideNames].map((n) => n.length));
   return function checkUrlForKey(url: string): UrlKeyCheck {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const scan: PairScan = { names, candidates: [], budget: limits.maxParams };
+    const scan: PairScan = {
+      names,
+      longestName,
+      candidates: [],
+      budget: limits.maxParams,
+      undecided: false,
+      overrideNames,
+      methodOverride: false,
+      decodeBudget: DECODE_BUDGET_PER_CHAR * url.length + DECODE_BUDGET_MIN,
+    };
     let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
     if (overLimit) collectKeyShaped(url, scan.candidates);
     else {
-      const decoded = decodeRepeatedly(path);
+      const decoded = decodeRepeatedly(path, scan);
       collectKeyShaped(decoded, scan.candidates);
       // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too; after the first
       // `;` every later segment is read as one.
@@ -63,8 +105,10 @@ export function createUrlKeyGuard(
       if (overLimit) collectKeyShaped(url.slice(path.length), scan.candidates);
       else if (q !== -1) overLimit = !checkPairs(url, q + 1, false, scan);
     }
-    const found = scan.candidates.length > 0;
+    const found = scan.candidates.length > 0 || scan.undecided;
     const result: UrlKeyCheck = found ? { found, candidates: scan.candidates } : { found };
+    if (scan.undecided) (result as { undecided?: boolean }).undecided = true;
+    if (scan.methodOverride) result.methodOverride = true;
     if (overLimit) result.overLimit = true;
     return result;
   };
@@ -72,7 +116,16 @@ export function createUrlKeyGuard(
 
 interface PairScan {
   names: Set<string>;
+  /** Length of the longest squashed name: a longer name is not squashed to the end. */
+  longestName: number;
   candidates: string[];
+  /** A piece was still %-encoded after the last round. */
+  undecided: boolean;
+  /** Squashed names of method-override parameters, and whether one was seen. */
+  overrideNames: Set<string>;
+  methodOverride: boolean;
+  /** Characters left to %-decode, over all rounds of all pieces. */
+  decodeBudget: number;
   /** Pieces left to examine one by one. */
   budget: number;
 }
@@ -109,25 +162,80 @@ function nextOf(s: string, ch: '&' | ';' | '/' | '=', i: number, next: Record<st
 }
 
 function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
-  const value = decodeRepeatedly(rawValue);
-  const name = decodeRepeatedly(rawName);
-  if (scan.names.has(squashName(name))) scan.candidates.push(value);
-  else collectKeyShaped(value, scan.candidates);
+  // `+` is a space in a form-encoded value, but a space and a `+` are alike to the squashed name and
+  // to the key-shape scan: only a key-named parameter's value (a candidate) is read with `+` as a space.
+  const name = decodeRepeatedly(rawName, scan);
+  const squashed = squashName(name, scan.longestName);
+  if (scan.overrideNames.size > 0 && scan.overrideNames.has(overrideName(name, squashed)))
+    scan.methodOverride = true;
+  if (scan.names.has(squashed)) {
+    const plain = rawValue.includes('+') ? rawValue.replaceAll('+', ' ') : rawValue;
+    const value = decodeRepeatedly(plain, scan);
+    scan.candidates.push(value);
+  } else collectKeyShaped(decodeRepeatedly(rawValue, scan), scan.candidates);
   // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
   collectKeyShaped(name, scan.candidates);
 }
 
-/** Lowercase letters and digits only. The regex is one character class: no backtracking. */
-function squashName(decoded: string): string {
-  return decoded.toLowerCase().replace(/[^a-z0-9]+/g, '');
+/**
+ * Lowercase letters and digits only, in one pass; stops once longer than `max` (no name can match).
+ * A non-ASCII character counts by its lowercase form, as `toLowerCase` would give it: only two have
+ * a letter there, the Kelvin sign `\u212A` (`k`) and `\u0130` (`i` and a combining dot).
+ */
+function squashName(decoded: string, max = Infinity): string {
+  let out = '';
+  for (let i = 0; i < decoded.length && out.length <= max; i++) {
+    const c = decoded.charCodeAt(i);
+    if (isDigit(c) || isLower(c)) out += decoded[i];
+    else if (isUpper(c)) out += String.fromCharCode(c + 32);
+    else if (c === 0x212a) out += 'k';
+    else if (c === 0x130) out += 'i';
+  }
+  return out;
 }
 
-/** Key-shaped substrings. The pattern has only bounded quantifiers: at most ~60 steps per `nk_`. */
+/** A key's body after its `_`: where a native search for key shapes starts. */
+const KEY_BODY = /_[0-9A-Za-z]{38}/g;
+/** The longest environment in `nk_<env>_` (KEY_LIKE_PATTERN: `[a-z][a-z0-9]{1,15}`). */
+const MAX_ENV_LENGTH = 16;
+
+/**
+ * Key-shaped substrings (`nk_<env>_` + 38 base62, KEY_LIKE_PATTERN) in any letter case, like the
+ * forward step (`NK_LIVE_…`). One native pass finds each `_` followed by 38 base62 characters (a
+ * try fails at the first other character, and matches cannot overlap a key's `nk_<env>`); from
+ * there at most 19 characters are read backwards for `nk_<env>`.
+ */
 function collectKeyShaped(text: string, out: string[]): void {
-  if (!text.includes('nk_')) return;
-  // exec on the one global regex: matchAll would clone it on every call.
-  KEY_LIKE_GLOBAL.lastIndex = 0;
-  for (let m = KEY_LIKE_GLOBAL.exec(text); m !== null; m = KEY_LIKE_GLOBAL.exec(text)) out.push(m[0]);
+  if (text.length < 44) return;
+  KEY_BODY.lastIndex = 0;
+  for (let m = KEY_BODY.exec(text); m !== null; m = KEY_BODY.exec(text)) {
+    const v = m.index;
+    let e = v - 1; // back over the environment to the `_` before it
+    while (e >= 0 && v - e <= MAX_ENV_LENGTH && isBase62(text.charCodeAt(e))) e--;
+    if (v - e < 3 || text.charCodeAt(e) !== 95 || !isLetter(text.charCodeAt(e + 1))) continue;
+    if ((text.charCodeAt(e - 1) | 0x20) !== 107 || (text.charCodeAt(e - 2) | 0x20) !== 110) continue;
+    out.push(text.slice(e - 2, v + 39));
+  }
+}
+
+function isLetter(c: number): boolean {
+  return isLower(c | 0x20);
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+function isLower(c: number): boolean {
+  return c >= 97 && c <= 122;
+}
+
+function isUpper(c: number): boolean {
+  return c >= 65 && c <= 90;
+}
+
+function isBase62(c: number): boolean {
+  return isDigit(c) || isLower(c) || isUpper(c);
 }
 
 /** Whether `s` holds more than `max` of `ch` (stops looking at max + 1). */
@@ -137,12 +245,23 @@ function hasMoreThan(s: string, ch: string, max: number): boolean {
   return true;
 }
 
-/** '+' → space, then %-decodes until stable, at most MAX_DECODE_ROUNDS times. Never throws. */
-function decodeRepeatedly(s: string): string {
-  let cur = s.includes('+') ? s.replaceAll('+', ' ') : s;
-  for (let i = 0; i < MAX_DECODE_ROUNDS && cur.includes('%'); i++) {
+/**
+ * %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. Sets
+ * `undecided` when one more round would still change the string, or the budget ran out.
+ */
+function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: number }): string {
+  let cur = s;
+  for (let i = 0; cur.includes('%'); i++) {
+    if ((seen.decodeBudget -= cur.length + DECODE_CALL_COST) < 0) {
+      seen.undecided = true;
+      break;
+    }
     const next = percentDecode(cur);
     if (next === cur) break;
+    if (i === MAX_DECODE_ROUNDS) {
+      seen.undecided = true;
+      break;
+    }
     cur = next;
   }
   return cur;

@@ -88,6 +88,16 @@ export const DEFAULT_TIERS = [
 /** How much of a URL the key guard examines before authentication (cost cap; see README). */
 export const DEFAULT_URL_GUARD_LIMITS = { maxParams: 256, maxPathSegments: 128 } as const;
 /** Names a client must not use for a key in the URL; compared after %-decoding, lowercasing and dropping `-`/`_`. */
+/**
+ * URL parameters that would override the method the gateway checked a key's scope against
+ * (method-override's `_method`, Rails, Laravel, Symfony read them); compared like the key names.
+ */
+export const DEFAULT_METHOD_OVERRIDE_PARAMS = [
+  '_method',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+];
 export const DEFAULT_URL_KEY_PARAMS = [
   'api_key',
   'apikey',
@@ -309,6 +319,8 @@ export const configSchema = z
     urlKeyGuard: z
       .object({
         paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS),
+        /** Query and matrix parameters that override the method: refused 400 before authentication. */
+        methodOverrideParams: z.array(z.string().min(1)).default(DEFAULT_METHOD_OVERRIDE_PARAMS),
         /** Query and matrix parameters examined before a key is checked; a URL with more gets 400. */
         maxParams: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_URL_GUARD_LIMITS.maxParams),
         /** Path segments examined before a key is checked; a URL with more gets 400. */

@@ -38,6 +38,14 @@ const PAYLOADS: Record<string, string> = {
   'raw UTF-8': 'é',
   '%-encoded UTF-8': '%C3%A9',
   'invalid %-encoded UTF-8': '%FF%C3',
+  '+': '+',
+  'nk_ repeated': 'nk_',
+  '+nk_': '+nk_',
+  'NK_ repeated': 'NK_',
+  'key-shape prefixes': 'nk_live_abc',
+  '8-deep %25 chains': '%25252525252525252541&',
+  '9-deep %25 chains (undecided)': '%2525252525252525252541&',
+  'NK_LIVE_ prefixes': 'NK_LIVE_aBc',
 };
 
 /** Request targets: each payload in the query and in the path of a route, and on a 404 path. */

@@ -17,7 +17,8 @@ export interface UrlKeyGuardOptions {
 /**
  * Step 7, a key in the URL is refused, never forwarded: 401 `KEY_IN_URL` (one failed
  * authentication of the address's budget, counted before answering), or 429 `AUTH_RATE_LIMITED`
- * with `Retry-After` when the address has used its budget. Either way the key is noted. Needs
+ * with `Retry-After` when the address has used its budget. Either way the key is noted. A URL
+ * parameter that overrides the method (`_method=DELETE`) is refused 400 `METHOD_OVERRIDE_IN_URL`. Needs
  * `req.gw`. (Named `…Step` apart from `createUrlKeyGuard` in src/auth, the pure check it runs.)
  *
  * @example
@@ -31,7 +32,11 @@ export function createUrlKeyGuardStep(opts: UrlKeyGuardOptions): RequestHandler 
     const found = checkUrlForKey(req.url);
     // Past the guard's caps the URL was not read to the end: refused, and its path never logged.
     if (!found.found && found.overLimit) req.gw.keyInUrl = true;
-    if (!found.found) return found.overLimit ? deny(req, res, 'BAD_REQUEST') : next();
+    if (!found.found) {
+      if (found.overLimit) return deny(req, res, 'BAD_REQUEST');
+      // `_method=DELETE` would make the upstream run another method than the one the key's scope allowed.
+      return found.methodOverride ? deny(req, res, 'METHOD_OVERRIDE_IN_URL') : next();
+    }
     // Keys in URLs count against the same per-address budget as bad header keys.
     const wait = noteKeyInUrl(req, found.candidates);
     if (wait > 0) {

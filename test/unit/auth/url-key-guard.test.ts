@@ -290,3 +290,60 @@ describe('URL key guard: same detection, linear cost, caps', () => {
     },
   );
 });
+
+describe('URL key guard: as wide as the forward step, method overrides, decoding budget', () => {
+  const guard = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS, {
+    maxParams: 256,
+    maxPathSegments: 128,
+    methodOverrideParams: ['_method', 'x-http-method-override'],
+  });
+  const key = `nk_live_${'A1b2C3d4E5'.repeat(3)}abcdefgh`;
+  /** `s` with its first character %-encoded `rounds` times. */
+  const deep = (s: string, rounds: number) =>
+    `%${'25'.repeat(rounds - 1)}${s.charCodeAt(0).toString(16)}${s.slice(1)}`;
+
+  test('key shapes in any case; the shape needs nk_, an environment and 38 base62', () => {
+    for (const k of [key, key.toUpperCase(), `Nk_LiVe_${key.slice(8)}`])
+      assert.deepEqual(guard(`/a/${k}`), { found: true, candidates: [k] }, k);
+    assert.deepEqual(guard(`/a/x${key}y_${key.toUpperCase()}`).found, true);
+    for (const s of [
+      key.slice(0, -1),
+      key.replace('live', 'l'),
+      key.replace('nk_', 'nx_'),
+      `nk_${'a'.repeat(17)}_${key.slice(8)}`,
+    ])
+      assert.deepEqual(guard(`/a/${s}`), { found: false }, s);
+  });
+
+  test('up to 8 rounds of %-encoding are read; deeper is undecided and counts as found', () => {
+    assert.deepEqual(guard(`/a/${deep(key, 8)}`), { found: true, candidates: [key] });
+    assert.deepEqual(guard(`/a?q=${deep(key, 5)}`), { found: true, candidates: [key] });
+    assert.deepEqual(guard(`/a/${deep(key, 9)}`), { found: true, candidates: [], undecided: true });
+    assert.deepEqual(guard(`/a?q=${deep('hello', 8)}`), { found: false });
+    assert.deepEqual(guard(`/a?q=${deep('hello', 9)}`).found, true);
+  });
+
+  test('a long URL of deep chains runs out of decoding budget: undecided', () => {
+    const r = guard(`/a?${'q=%25252541&'.repeat(200)}`);
+    assert.equal(r.found, true);
+    assert.deepEqual(
+      guard(`/a?${'q=%2541&'.repeat(200)}`),
+      { found: false },
+      'double encoding fits the budget',
+    );
+  });
+
+  test('method-override parameters, compared like key names; a leading separator counts', () => {
+    for (const u of [
+      '/a?_method=DELETE',
+      '/a;_METHOD=x',
+      '/a?%255Fmethod=x',
+      '/a?-Method',
+      '/a?X.HTTP_Method-Override=PUT',
+    ])
+      assert.equal(guard(u).methodOverride, true, u);
+    for (const u of ['/a?method=sms', '/a?my_method=x', '/a/_method', '/a?q=_method'])
+      assert.equal(guard(u).methodOverride, undefined, u);
+    assert.equal(check('/a?_method=DELETE').methodOverride, undefined, 'off without methodOverrideParams');
+  });
+});
