@@ -537,3 +537,53 @@ describe('configured names and signatures', () => {
     }
   });
 });
+
+describe('a key scoped to one path cannot leave it through double encoding (B2)', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    });
+    const k = await createCompanyAndKey(t.gw.service, 'scoped');
+    key = k.key;
+    const u = await t.gw.service.updateKey(k.id, {
+      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+    });
+    assert.ok(u.ok, JSON.stringify(u));
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('every spelling is refused with the path-check 400 and the upstream sees nothing', async () => {
+    // The scope holds: in scope forwards, out of scope is 403.
+    assert.equal((await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': key } })).status, 200);
+    assert.equal((await send(t.port, '/notify/v1/otps', { headers: { 'X-API-Key': key } })).status, 403);
+    upstream.received.length = 0;
+    for (const seg of [
+      '%25%32%65%25%32%65',
+      '%%32e%%32e',
+      '%2%65%2%65',
+      '%25252e%25252e',
+      '%252e%252e',
+      '..%25%35%63otps',
+      '%2525252e%2525252e',
+      '%25%32%45.',
+    ]) {
+      const r = await send(t.port, `/notify/v1/health/${seg}/otps`, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 400, seg);
+      assert.deepEqual(r.json, { error: 'Bad Request', details: 'Malformed request' }, seg);
+    }
+    assert.deepEqual(
+      upstream.received.map((r) => r.url),
+      [],
+      'nothing was forwarded',
+    );
+  });
+});
