@@ -52,19 +52,31 @@ function showsUnsafe(s: string): boolean {
   return (s.includes('/.') || s.includes(';.')) && DOT_SEGMENT.test(s);
 }
 
+// Short paths are decoded round by round, as long as they still change (up to the cap): what each
+// round shows is checked, and only then is the next round made. Longer ones are decoded once
+// (cost: a 16 KB target of nested escapes must not cost 8 decodes before authentication).
+const MULTI_ROUND_MAX_LENGTH = 2048;
+const MAX_DECODE_ROUNDS = 8;
+// Refused in the 2nd to 8th decoded forms: a dot, `/` or `;` still encoded, plus REFUSED_ESCAPE.
+const REFUSED_LATER_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[eEfF]|3[bB])/;
+const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
+
 /**
  * Whether a request target is a plain origin-form path the gateway can route safely: starts with
- * `/`, holds no empty segment (`//`) or fragment, and neither the path nor its %-decoded form shows
- * a dot segment (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong
- * escape. The decoded form must also hold no escape that a second decoding would make a dot, `/`,
- * `;` or part of a new escape. Then every further decoding only turns escapes into other
- * characters: an upstream that decodes the path any number of times, then resolves dot segments,
- * sees the segments the route matcher and the scope check saw (they compare the raw path).
- * Refused too, as a consequence: every double-encoded dot, slash or `;` in any spelling, and any
- * path encoded three times or more.
+ * `/`, holds no empty segment (`//`) or fragment, and no decoded form of it shows a dot segment
+ * (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong escape. An
+ * upstream that decodes the path any number of times, then resolves dot segments, sees the
+ * segments the route matcher and the scope check saw (they compare the raw path). How:
+ * - the path and its once-decoded form are checked; in the decoded form an escape that another
+ *   decoding would make a dot, `/`, `;` or part of a new escape is refused outright (every
+ *   spelling of a double-encoded dot: `%252e`, `%25%32%65`, `%%32e`, `%2%65`...);
+ * - a path of up to 2048 characters whose decoded form still holds a `%25` (encoded three times or
+ *   more) is decoded on, round by round, each form checked, up to 8 decodings; one still decoding
+ *   after the 8th is refused. A longer one is refused (`%25` in its decoded form, as above).
+ * After that no further decoding makes a new escape or separator.
  *
- * Cost: linear; at most one native `%`-decode and a few native passes, no backtracking, never
- * throws.
+ * Cost: linear; at most one native `%`-decode and a few native passes, and for a path of up to
+ * 2048 characters at most 8 decodes of it. No backtracking, never throws.
  */
 export function isSafeRequestPath(path: string): boolean {
   // Empty segments (`//`): the path is forwarded as sent, but many servers merge them, so an
@@ -79,9 +91,20 @@ export function isSafeRequestPath(path: string): boolean {
   // %XX → the byte as a Latin-1 character (what is checked is ASCII); a malformed `%` stays
   // literal, as upstreams do, so `%%32e` gives `%2e`. `unescape` does exactly that natively once
   // `%u` is refused (above), and never throws.
-  const decoded = unescape(path);
+  let decoded = unescape(path);
   if (decoded.length === path.length) return true; // nothing decoded
-  return !(showsUnsafe(decoded) || (decoded.includes('%') && REFUSED_SECOND_ESCAPE.test(decoded)));
+  if (showsUnsafe(decoded)) return false;
+  if (!decoded.includes('%') || !REFUSED_SECOND_ESCAPE.test(decoded)) return true;
+  if (path.length > MULTI_ROUND_MAX_LENGTH || !decoded.includes('%25')) return false;
+  for (let round = 1; ; round++) {
+    if (showsUnsafe(decoded)) return false;
+    if (!decoded.includes('%')) return true;
+    if (REFUSED_LATER_ESCAPE.test(decoded)) return false;
+    if (round === MAX_DECODE_ROUNDS) return !VALID_ESCAPE.test(decoded);
+    const next = unescape(decoded);
+    if (next.length === decoded.length) return true;
+    decoded = next;
+  }
 }
 
 /**

@@ -290,7 +290,7 @@ describe('isSafeRequestPath: dot segments behind any number of decodings (B2)', 
     }
   });
 
-  test('legitimate single and double encoding stays accepted; three levels or more is refused', () => {
+  test('legitimate encoding stays accepted: once, twice, and in a short path up to 8 times', () => {
     for (const p of [
       '/notify/v1/a%20b',
       '/notify/v1/a%2520b',
@@ -304,8 +304,18 @@ describe('isSafeRequestPath: dot segments behind any number of decodings (B2)', 
       `/notify/v1/${encodeAll(encodeAll('a1'))}`,
     ])
       assert.equal(isSafeRequestPath(p), true, p);
-    for (const p of [`/notify/v1/${encodeAll(encodeAll(encodeAll('xyz')))}`, '/notify/v1/%25252541'])
-      assert.equal(isSafeRequestPath(p), false, p);
+    // Three levels or more: decoded on, up to 8 times, in a path of up to 2048 characters; refused
+    // in a longer one, and when still decoding after the 8th decoding.
+    let deep = 'xyz';
+    for (let i = 0; i < 5; i++) deep = encodeAll(deep);
+    assert.equal(isSafeRequestPath(`/notify/v1/${deep}`), true, '5 levels, every character');
+    // `x` behind 8 and 9 levels of encoding its `%`.
+    assert.equal(isSafeRequestPath(`/notify/v1/%${'25'.repeat(7)}78`), true, '8 levels');
+    assert.equal(isSafeRequestPath(`/notify/v1/%${'25'.repeat(8)}78`), false, '9 levels');
+    assert.equal(isSafeRequestPath('/notify/v1/%25252541'), true);
+    const long = `/notify/v1/${'a'.repeat(2100)}/`;
+    assert.equal(isSafeRequestPath(`${long}%25252541`), false, 'long, 3 levels');
+    assert.equal(isSafeRequestPath(`${long}%2520`), true, 'long, 2 levels');
   });
 
   test('property: `..` (and `.`) encoded in any mix of layers, characters and hex case is refused', () => {
@@ -354,8 +364,8 @@ describe('isSafeRequestPath: dot segments behind any number of decodings (B2)', 
       '%65',
     );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 24 }), (pieces) => {
-        const path = `${scoped}${pieces.join('')}`;
+      fc.property(fc.array(piece, { maxLength: 24 }), fc.boolean(), (pieces, long) => {
+        const path = `${scoped}${long ? 'a'.repeat(2100) + '/' : ''}${pieces.join('')}`;
         return !isSafeRequestPath(path) || escapesAt(path, UPSTREAM_DECODES) === null;
       }),
       { numRuns: 20000 },
