@@ -26,46 +26,85 @@ export function createRouteMatcher<R extends Pick<Route, 'prefix'>>(
   };
 }
 
-// Fixed three-character patterns, no quantifier: a match attempt never backtracks. One native regex
-// pass is much cheaper than a substring search per escape (each `%` is a partial match for those).
-// Escapes refused outright: NUL and backslash; IIS/Jetty `%uXXXX`; overlong UTF-8 (`%c0%ae` is a
-// dot to some decoders, never valid UTF-8); and a double-encoded dot, slash, backslash, `;` or NUL
-// (`%252e`), which a server that decodes twice resolves as a dot segment.
-const REFUSED_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|25(?:2[eEfF]|5[cC]|3[bB]|00))/;
-const ENCODED_DOT = /%2[eE]/g;
-const ENCODED_SLASH = /%2[fF]/g;
-const ENCODED_SEMICOLON = /%3[bB]/g;
+// Fixed-length patterns, no quantifier over a class that can overlap: a match attempt never
+// backtracks, and one native regex pass is much cheaper than a substring search per escape.
+// Escapes refused in the path: NUL and backslash; IIS/Jetty `%uXXXX`; overlong UTF-8 (`%c0%ae` is
+// a dot to some decoders, never valid UTF-8).
+const REFUSED_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8)/;
+// Escapes refused in the decoded path: the same, and what a second decoding would turn into a
+// dot, `/`, `;` or `%`, or into a new escape: a literal `%` followed by escaped hex digits
+// (`%%32e`, `%2%65`, `%%32%65`) or by an escaped `u` (`%%75002e`). Legitimate double encoding
+// (`%2520`, `%25C3%25A9`, `%2531`) has none of them; every spelling of a double-encoded dot
+// (`%252e`, `%25%32%65`, `%%32e`, `%2%65`...) has one.
+const HEX_DIGIT_ESCAPE = '%(?:3[0-9]|[46][1-6])';
+const REFUSED_SECOND_ESCAPE = new RegExp(
+  `%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[5eEfF]|3[bB]|%[57]5|` +
+    `${HEX_DIGIT_ESCAPE}(?:[0-9A-Fa-f]|${HEX_DIGIT_ESCAPE})|[0-9A-Fa-f]${HEX_DIGIT_ESCAPE})`,
+);
+// A segment of one or two dots, with `/`, `\` and `;` as separators (Tomcat strips `;x` before
+// resolving dot segments; `?` and `#`, plain or escaped, end it for an upstream that parses the
+// target again after decoding). Every segment follows a separator: the path starts with `/`.
+const DOT_SEGMENT = /[/\\;]\.\.?(?:[/\\;?#]|%3[fF]|%23|$)/;
+
+/** Backslash or NUL, or a dot segment; native substring searches first (a regex pass costs more). */
+function showsUnsafe(s: string): boolean {
+  if (s.includes('\\') || s.includes('\0')) return true;
+  return (s.includes('/.') || s.includes(';.')) && DOT_SEGMENT.test(s);
+}
+
+// Short paths are decoded round by round, as long as they still change (up to the cap): what each
+// round shows is checked, and only then is the next round made. Longer ones are decoded once
+// (cost: a 16 KB target of nested escapes must not cost 8 decodes before authentication).
+const MULTI_ROUND_MAX_LENGTH = 2048;
+const MAX_DECODE_ROUNDS = 8;
+// Refused in the 2nd to 8th decoded forms: a dot, `/` or `;` still encoded, plus REFUSED_ESCAPE.
+const REFUSED_LATER_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[eEfF]|3[bB])/;
+const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
 
 /**
  * Whether a request target is a plain origin-form path the gateway can route safely: starts with
- * `/`, holds no dot segments (plain or %-encoded) that an upstream could resolve to a path outside
- * the matched route (also `..;`, `%3b`-encoded, double-encoded, `%u` and overlong forms), and no
- * backslash or NUL.
+ * `/`, holds no empty segment (`//`) or fragment, and no decoded form of it shows a dot segment
+ * (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong escape. An
+ * upstream that decodes the path any number of times, then resolves dot segments, sees the
+ * segments the route matcher and the scope check saw (they compare the raw path). How:
+ * - the path and its once-decoded form are checked; in the decoded form an escape that another
+ *   decoding would make a dot, `/`, `;` or part of a new escape is refused outright (every
+ *   spelling of a double-encoded dot: `%252e`, `%25%32%65`, `%%32e`, `%2%65`...);
+ * - a path of up to 2048 characters whose decoded form still holds a `%25` (encoded three times or
+ *   more) is decoded on, round by round, each form checked, up to 8 decodings; one still decoding
+ *   after the 8th is refused. A longer one is refused (`%25` in its decoded form, as above).
+ * After that no further decoding makes a new escape or separator.
  *
- * Cost: linear, at most about a dozen native passes over the path; no backtracking, never throws.
+ * Cost: linear; at most one native `%`-decode and a few native passes, and for a path of up to
+ * 2048 characters at most 8 decodes of it. No backtracking, never throws.
  */
 export function isSafeRequestPath(path: string): boolean {
   // Empty segments (`//`): the path is forwarded as sent, but many servers merge them, so an
   // upstream could resolve `/a//b` to another route than the one matched here. Fragments are
   // never part of a request target.
-  if (path.charCodeAt(0) !== 47 || path.includes('//') || path.includes('#') || path.includes('\\'))
+  if (path.charCodeAt(0) !== 47 || path.includes('//') || path.includes('#') || showsUnsafe(path))
     return false;
-  const escaped = path.includes('%');
-  if (escaped && REFUSED_ESCAPE.test(path)) return false;
-  const d = escaped
-    ? path.replace(ENCODED_DOT, '.').replace(ENCODED_SLASH, '/').replace(ENCODED_SEMICOLON, ';')
-    : path;
-  // The path starts with `/`, so every segment follows one: look for a segment of one or two dots.
-  if (!d.includes('/.')) return true;
-  // `..;x` counts too: some servers (Tomcat) strip matrix parameters before resolving dot segments.
-  return !(
-    d.includes('/./') ||
-    d.includes('/../') ||
-    d.includes('/.;') ||
-    d.includes('/..;') ||
-    d.endsWith('/.') ||
-    d.endsWith('/..')
-  );
+  if (!path.includes('%')) return true;
+  // Without any of these escapes, decoding changes no separator, dot or escape: nothing to decode.
+  if (!REFUSED_SECOND_ESCAPE.test(path)) return true;
+  if (REFUSED_ESCAPE.test(path)) return false;
+  // %XX → the byte as a Latin-1 character (what is checked is ASCII); a malformed `%` stays
+  // literal, as upstreams do, so `%%32e` gives `%2e`. `unescape` does exactly that natively once
+  // `%u` is refused (above), and never throws.
+  let decoded = unescape(path);
+  if (decoded.length === path.length) return true; // nothing decoded
+  if (showsUnsafe(decoded)) return false;
+  if (!decoded.includes('%') || !REFUSED_SECOND_ESCAPE.test(decoded)) return true;
+  if (path.length > MULTI_ROUND_MAX_LENGTH || !decoded.includes('%25')) return false;
+  for (let round = 1; ; round++) {
+    if (showsUnsafe(decoded)) return false;
+    if (!decoded.includes('%')) return true;
+    if (REFUSED_LATER_ESCAPE.test(decoded)) return false;
+    if (round === MAX_DECODE_ROUNDS) return !VALID_ESCAPE.test(decoded);
+    const next = unescape(decoded);
+    if (next.length === decoded.length) return true;
+    decoded = next;
+  }
 }
 
 /**

@@ -75,6 +75,7 @@ const CLIENT_ASSERTED = [
   'x-client-scheme',
   'front-end-https',
   'x-arr-ssl',
+  'x-ssl',
   // Authenticated identity, as auth proxies hand it on (Apache/CGI REMOTE_USER, oauth2-proxy,
   // Kong, Azure): the upstream's identity is the company the gateway sets, nothing else.
   'remote-user',
@@ -86,21 +87,89 @@ const CLIENT_ASSERTED = [
   'x-forwarded-groups',
   'x-forwarded-preferred-username',
   'x-forwarded-access-token',
+  // Kong's identity headers (`X-Consumer-*`, `X-Credential-*` below) and client-certificate
+  // verdicts that TLS-terminating proxies hand on (nginx, HAProxy, IIS ARR).
+  'x-anonymous-consumer',
+  'x-userinfo',
+  'x-client-verify',
+  'x-client-dn',
+  'x-client-s-dn',
+  'x-client-i-dn',
+  'x-arr-clientcert',
+  // Client address under more CDN and platform names (Cloudflare, Azure, App Engine, Akamai and
+  // Fastly are prefixes below).
+  'x-real-client-ip',
+  'x-true-client-ip',
+  'cf-visitor',
+  // URL and method overrides under more names; `_method` (Laravel, Rails, Symfony) is `-method`
+  // here, since `_` folds to `-`.
+  'x-http-destination-url',
+  'x-method',
+  '_method',
+  // Tenant and user identity under the names upstream frameworks read them by; look-alikes of the
+  // trusted header names are added from the configured names (`lookAlikesOf`).
+  'x-tenant',
+  'x-tenant-id',
+  'x-tenantid',
+  'tenant-id',
+  'x-company',
+  'x-company-name',
+  'x-user-id',
+  'x-userid',
+  'x-user-email',
+  'x-user-name',
+  'x-username',
 ];
 /**
- * `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides. `X-Envoy-*`:
- * Envoy's internal headers (`-External-Address`, `-Original-Path`, `-Internal`...) that an Envoy
- * behind the gateway would trust. `X-Remote-*` (`-User`, `-Addr`, `-IP`, `-Group`),
- * `X-Authenticated-*`, `X-Auth-Request-*`, `X-MS-Client-Principal*`: identity from auth proxies.
+ * `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides, like
+ * `X-Rewrite-*` and `X-Override-*`. `X-Envoy-*`: Envoy's internal headers (`-External-Address`,
+ * `-Original-Path`, `-Internal`...) that an Envoy behind the gateway would trust. Identity from
+ * auth proxies and platforms: `X-Remote-*` (`-User`, `-Addr`, `-IP`, `-Group`), `X-Authenticated-*`
+ * and `X-Consumer-*`/`X-Credential-*` (Kong), `X-Auth-Request-*` (oauth2-proxy),
+ * `X-MS-Client-Principal*` (Azure), `X-Amzn-Oidc-*` (AWS ALB), `X-Apigateway-*` (AWS API Gateway
+ * event and context), `X-Goog-Authenticated-*` and `X-Goog-IAP-*` (Google IAP), `X-Jwt-Claim-*`.
+ * Client certificates: `X-SSL-*` (`-Client-Cert`, `-Client-Verify`, `-Client-DN`...),
+ * `SSL-Client-*`, `X-Client-Cert*`. Client address: `CF-Connecting-*` (`-IP`, `-IPv6`),
+ * `X-Azure-*` (`-ClientIP`, `-SocketIP`, `-FDID`), `X-AppEngine-*` (`-User-IP`, `-Cron`...),
+ * `Akamai-*`, `Fastly-Client*`.
  */
 const CLIENT_ASSERTED_PREFIXES = [
   'x-original-',
+  'x-rewrite-',
+  'x-override-',
   'x-envoy-',
   'x-remote-',
   'x-authenticated-',
+  'x-consumer-',
+  'x-credential-',
   'x-auth-request-',
   'x-ms-client-principal',
+  'x-amzn-oidc-',
+  'x-apigateway-',
+  'x-goog-authenticated-',
+  'x-goog-iap-',
+  'x-jwt-claim-',
+  'x-ssl-',
+  'ssl-client-',
+  'x-client-cert',
+  'cf-connecting-',
+  'x-azure-',
+  'x-appengine-',
+  'akamai-',
+  'fastly-client',
 ];
+
+/**
+ * Spellings an upstream could take for a trusted header: without the `x-` prefix, without
+ * dashes, or both (`company-id`, `xcompanyid`, `x-companyid`, `companyid` for `X-Company-Id`).
+ * Computed once when the scrubber is built.
+ */
+function lookAlikesOf(name: string): string[] {
+  const n = normaliseHeaderName(name);
+  const bare = n.startsWith('x-') ? n.slice(2) : n;
+  const squashed = bare.replace(/-/g, '');
+  return [bare, squashed, `x${squashed}`, `x-${squashed}`];
+}
 /**
  * The rest of the `X-Forwarded-*` family (`-Port`, `-Ssl`, `-Scheme`, `-Server`, ...) describes
  * the connection to a proxy: believed from a trusted proxy only, like `X-Forwarded-For`.
@@ -150,15 +219,16 @@ export function createHeaderScrubber(
   keyMatcher?: KeyMaterialMatcher,
 ) => IncomingHttpHeaders {
   const extraNames = extra.filter((n) => !n.endsWith('*'));
-  const prefixes = [
+  const hasDroppedPrefix = createPrefixMatcher([
     ...CLIENT_ASSERTED_PREFIXES,
     ...extra.filter((n) => n.endsWith('*')).map((n) => normaliseHeaderName(n.slice(0, -1))),
-  ];
+  ]);
   const dropped = new Set(
     [
       names.companyId,
       names.keyId,
       names.companyTier,
+      ...[names.companyId, names.keyId, names.companyTier].flatMap(lookAlikesOf),
       names.requestId,
       'x-api-key',
       ...CLIENT_ASSERTED,
@@ -179,13 +249,36 @@ export function createHeaderScrubber(
       const n = name.includes('_') ? name.replace(/_/g, '-') : name;
       if (dropped.has(n) || (named !== null && named.has(n))) continue;
       if (n.startsWith(FORWARDED_PREFIX) && !peerTrusted) continue;
-      if (prefixes.length > 0 && prefixes.some((p) => n.startsWith(p))) continue;
+      if (hasDroppedPrefix(n)) continue;
       if (setByGateway.has(n) && n !== name) continue; // only the canonical spelling is read
       const value = withoutKey(n, name, headers[name], keyMatcher);
       if (value !== undefined) out[name] = value;
     }
     dropSplitCopies(out, keyMatcher);
     return out;
+  };
+}
+
+/**
+ * Whether a header name (normal form) starts with one of `prefixes`. Prefixes of three characters
+ * or more are bucketed by their first and third character (`x-consumer-` under `x`+`c`), so a name
+ * is compared with the few that could match, not with all of them: this runs for every header.
+ */
+function createPrefixMatcher(prefixes: readonly string[]): (name: string) => boolean {
+  const short = prefixes.filter((p) => p.length < 3);
+  const buckets = new Map<number, string[]>();
+  const keyOf = (s: string) => s.charCodeAt(0) * 65536 + s.charCodeAt(2);
+  for (const p of prefixes) {
+    if (p.length < 3) continue;
+    const list = buckets.get(keyOf(p));
+    if (list) list.push(p);
+    else buckets.set(keyOf(p), [p]);
+  }
+  return function hasPrefix(name) {
+    const list = name.length < 3 ? undefined : buckets.get(keyOf(name));
+    if (list !== undefined) for (const p of list) if (name.startsWith(p)) return true;
+    for (const p of short) if (name.startsWith(p)) return true;
+    return false;
   };
 }
 

@@ -29,6 +29,9 @@ const PAYLOADS: Record<string, string> = {
   '%&': '%&',
   '%25 chain': '%25',
   'deep %25 chains': '%25252541&',
+  // Nested escapes, and double-encoded dots: the path check decodes these once.
+  '%25 nested 9 deep': `%${'25'.repeat(8)}41`,
+  'double-encoded dots': '%25%32%65%%32e%2%65',
   '%2525 names': 'k%252561=v&',
   ';': ';',
   '&': '&',

@@ -537,3 +537,141 @@ describe('configured names and signatures', () => {
     }
   });
 });
+
+describe('a key scoped to one path cannot leave it through double encoding (B2)', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    });
+    const k = await createCompanyAndKey(t.gw.service, 'scoped');
+    key = k.key;
+    const u = await t.gw.service.updateKey(k.id, {
+      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+    });
+    assert.ok(u.ok, JSON.stringify(u));
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('every spelling is refused with the path-check 400 and the upstream sees nothing', async () => {
+    // The scope holds: in scope forwards, out of scope is 403.
+    assert.equal((await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': key } })).status, 200);
+    assert.equal((await send(t.port, '/notify/v1/otps', { headers: { 'X-API-Key': key } })).status, 403);
+    upstream.received.length = 0;
+    for (const seg of [
+      '%25%32%65%25%32%65',
+      '%%32e%%32e',
+      '%2%65%2%65',
+      '%25252e%25252e',
+      '%252e%252e',
+      '..%25%35%63otps',
+      '%2525252e%2525252e',
+      '%25%32%45.',
+    ]) {
+      const r = await send(t.port, `/notify/v1/health/${seg}/otps`, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 400, seg);
+      assert.deepEqual(r.json, { error: 'Bad Request', details: 'Malformed request' }, seg);
+    }
+    assert.deepEqual(
+      upstream.received.map((r) => r.url),
+      [],
+      'nothing was forwarded',
+    );
+  });
+});
+
+describe('identity, certificate, client-IP, override and tenant headers never arrive (B5)', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    });
+    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('sent by an untrusted peer with a valid key: none reaches the upstream, ordinary headers do', async () => {
+    const asserted = [
+      'X-Consumer-ID',
+      'X-Consumer-Username',
+      'X-Consumer-Custom-ID',
+      'X-Credential-Identifier',
+      'X-Anonymous-Consumer',
+      'X-Userinfo',
+      'X-Authenticated-Scope',
+      'X-Authenticated-Userid',
+      'X-Jwt-Claim-Sub',
+      'X-SSL-Client-Cert',
+      'X-SSL-Client-Verify',
+      'X-Client-Cert',
+      'Ssl-Client-Verify',
+      'X-Client-Verify',
+      'X-Client-DN',
+      'CF-Connecting-IPv6',
+      'X-Real-Client-IP',
+      'X-Azure-ClientIP',
+      'X-Azure-SocketIP',
+      'X-Appengine-User-IP',
+      'Akamai-Client-IP',
+      'Fastly-Client-IP',
+      'X-ProxyUser-Ip',
+      'X-Envoy-External-Address',
+      'X-Override-URL',
+      'X-Rewrite-Path',
+      'X-HTTP-Destination-URL',
+      'X-Method',
+      '_method',
+      'X-HTTP-Method',
+      'X-Method-Override',
+      'X-Tenant-Id',
+      'X-Company',
+      'Company-Id',
+      'XCompanyId',
+      'X-User-Id',
+      'X-Remote-User',
+      'Remote-User',
+      'X-Auth-User',
+      'X-Forwarded-User',
+      'X-Forwarded-Email',
+      'X-Forwarded-Groups',
+      'X-Auth-Request-User',
+      'X-Auth-Request-Email',
+      'X-Amzn-Oidc-Identity',
+      'X-Goog-Authenticated-User-Email',
+      'X-MS-Client-Principal-Name',
+    ];
+    const r = await send(t.port, '/notify/v1/health', {
+      headers: [
+        ['X-API-Key', key],
+        ...asserted.map((n): [string, string] => [n, `asserted-${n}`]),
+        ['X-Client-Version', 'kept-1'],
+        ['X-Correlation-Id', 'kept-2'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const leaked = [];
+    for (let i = 0; i < got.rawHeaders.length; i += 2)
+      if (got.rawHeaders[i + 1]!.startsWith('asserted-')) leaked.push(got.rawHeaders[i]);
+    assert.deepEqual(leaked, [], 'client-asserted headers reached the upstream');
+    assert.equal(got.headers['x-client-version'], 'kept-1');
+    assert.equal(got.headers['x-correlation-id'], 'kept-2');
+    assert.equal(got.headers['x-company-id'], 'acme', 'the identity is the one the gateway sets');
+  });
+});

@@ -14,7 +14,10 @@ export interface ScopeCheckOptions {
 /**
  * Whether a scope list lets `method` reach `path` on the matched `route` prefix: `null` allows
  * everything; otherwise one scope must name the route, list the method (when it lists methods;
- * `GET` implies `HEAD`) and hold the path under one of its paths (when it lists paths).
+ * `GET` implies `HEAD`) and hold the path under one of its paths (when it lists paths). The path
+ * is compared raw: the transport guard (`isSafeRequestPath`, before) has refused every path that a
+ * decoding of it would resolve elsewhere (dot segments, also double-encoded), so raw prefixes hold
+ * at the upstream too.
  *
  * @example
  * allowsRequest([{ route: '/notify/v1', methods: ['POST'] }], '/notify/v1', 'POST', '/notify/v1/otps') // true

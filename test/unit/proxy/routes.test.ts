@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import {
   createRouteMatcher,
   isSafeRequestPath,
@@ -234,5 +235,155 @@ describe('isSafeRequestPath: each refusal on its own', () => {
     const rule = methodRuleOf({ methods: ['CONNECT', 'TRACE', 'TRACK', 'GET'] });
     assert.equal(rule.allow, 'GET, HEAD');
     assert.equal(rule.allows('CONNECT'), false);
+  });
+});
+
+describe('isSafeRequestPath: dot segments behind any number of decodings (B2)', () => {
+  const scoped = '/notify/v1/health/';
+  /** How many times over an upstream may decode: every accepted path must stay safe through this many. */
+  const UPSTREAM_DECODES = 8;
+  /** One round of encoding of each chosen character of `s` (`%XX`, hex in the chosen case). */
+  const encodeSome = (s: string, pick: (i: number) => boolean, upper: boolean) =>
+    [...s]
+      .map((c, i) => {
+        if (!pick(i)) return c;
+        const hex = c.charCodeAt(0).toString(16).padStart(2, '0');
+        return `%${upper ? hex.toUpperCase() : hex}`;
+      })
+      .join('');
+  const encodeAll = (s: string) => encodeSome(s, () => true, false);
+  const layer = fc.record({
+    mask: fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }),
+    upper: fc.boolean(),
+  });
+  /** What an upstream that decodes `rounds` times (WHATWG-style, malformed `%` literal) would resolve. */
+  function escapesAt(path: string, rounds: number): string | null {
+    let s = path;
+    for (let r = 0; r <= rounds; r++) {
+      if (/[\\\0]|%[uU]|[/\\;]\.\.?(?:[/\\;?#]|$)/.test(s)) return s;
+      s = unescape(s);
+    }
+    return null;
+  }
+
+  test('every double-encoded spelling of a dot or backslash found by the adversarial pass is refused', () => {
+    for (const seg of [
+      '%25%32%65%25%32%65',
+      '%%32e%%32e',
+      '%2%65%2%65',
+      '%25252e%25252e',
+      '%252e%252e',
+      '%25%32%45%25%32%45',
+      '%%32%65%%32%65',
+      '.%25%32%65',
+      '%2525252e.',
+      '..%25%35%63',
+      '..%%35c',
+      '..%5%63',
+      '..%25%30%30',
+      '..%25%33%62x',
+      '%%%33%32e.',
+    ]) {
+      assert.ok(escapesAt(`${scoped}${seg}/otps`, UPSTREAM_DECODES) !== null, `${seg} is an attack`);
+      assert.equal(isSafeRequestPath(`${scoped}${seg}/otps`), false, seg);
+      assert.equal(isSafeRequestPath(`${scoped}${seg}`), false, `${seg} at the end`);
+    }
+  });
+
+  test('legitimate encoding stays accepted: once, twice, and in a short path up to 8 times', () => {
+    for (const p of [
+      '/notify/v1/a%20b',
+      '/notify/v1/a%2520b',
+      '/notify/v1/caf%25C3%25A9',
+      '/notify/v1/100%25',
+      '/notify/v1/%%%',
+      '/notify/v1/a.b%2ec',
+      '/notify/v1/%2e%2ejson',
+      '/notify/v1/%2541',
+      `/notify/v1/${encodeAll(encodeAll('xyz'))}`,
+      `/notify/v1/${encodeAll(encodeAll('a1'))}`,
+    ])
+      assert.equal(isSafeRequestPath(p), true, p);
+    // Three levels or more: decoded on, up to 8 times, in a path of up to 2048 characters; refused
+    // in a longer one, and when still decoding after the 8th decoding.
+    let deep = 'xyz';
+    for (let i = 0; i < 5; i++) deep = encodeAll(deep);
+    assert.equal(isSafeRequestPath(`/notify/v1/${deep}`), true, '5 levels, every character');
+    // `x` behind 8 and 9 levels of encoding its `%`.
+    assert.equal(isSafeRequestPath(`/notify/v1/%${'25'.repeat(7)}78`), true, '8 levels');
+    assert.equal(isSafeRequestPath(`/notify/v1/%${'25'.repeat(8)}78`), false, '9 levels');
+    assert.equal(isSafeRequestPath('/notify/v1/%25252541'), true);
+    const long = `/notify/v1/${'a'.repeat(2100)}/`;
+    assert.equal(isSafeRequestPath(`${long}%25252541`), false, 'long, 3 levels');
+    assert.equal(isSafeRequestPath(`${long}%2520`), true, 'long, 2 levels');
+  });
+
+  test('property: `..` (and `.`) encoded in any mix of layers, characters and hex case is refused', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('..', '.'),
+        fc.constantFrom('/otps', ';/otps', '', ';x/otps'),
+        fc.array(layer, { minLength: 1, maxLength: UPSTREAM_DECODES }),
+        (dots, rest, layers) => {
+          let seg: string = dots;
+          // Each layer encodes a chosen subset of the characters: a `%` left alone in front of hex
+          // digits decodes a round early, which only makes the dots show sooner.
+          for (const l of layers) seg = encodeSome(seg, (i) => l.mask[i % 64]!, l.upper);
+          return !isSafeRequestPath(`${scoped}${seg}${rest}`);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('property: an accepted path shows no dot segment, backslash, NUL or %u through 8 decodings', () => {
+    const piece = fc.constantFrom(
+      '%',
+      '2',
+      '5',
+      'e',
+      'E',
+      '3',
+      'b',
+      'c',
+      '0',
+      'f',
+      'F',
+      '.',
+      '/',
+      ';',
+      'x',
+      'u',
+      '%25',
+      '%2e',
+      '%2f',
+      '%3b',
+      '%5c',
+      '%32',
+      '%35',
+      '%65',
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 24 }), fc.boolean(), (pieces, long) => {
+        const path = `${scoped}${long ? 'a'.repeat(2100) + '/' : ''}${pieces.join('')}`;
+        return !isSafeRequestPath(path) || escapesAt(path, UPSTREAM_DECODES) === null;
+      }),
+      { numRuns: 20000 },
+    );
+  });
+
+  test('property: a name encoded once or twice in any mix of characters and case is accepted', () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[a-z0-9-]{1,8}$/),
+        fc.array(layer, { minLength: 0, maxLength: 2 }),
+        (name, layers) => {
+          let seg = name;
+          for (const l of layers) seg = encodeSome(seg, (i) => l.mask[i % 64]!, l.upper);
+          return isSafeRequestPath(`${scoped}${seg}/otps`);
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -259,3 +259,151 @@ describe('scrubResponseHeaders', () => {
     assert.deepEqual(gz, { 'transfer-encoding': 'gzip, chunked' });
   });
 });
+
+describe('createHeaderScrubber: identity, certificate, client-IP, override and tenant headers (B5)', () => {
+  // Every name the adversarial pass got through to the upstream with a valid key, and the rest of
+  // each family (the prefixes in CLIENT_ASSERTED_PREFIXES), as a client would spell them.
+  const FOUND = [
+    // Kong
+    'X-Consumer-ID',
+    'X-Consumer-Username',
+    'X-Consumer-Custom-ID',
+    'X-Consumer-Groups',
+    'X-Credential-Identifier',
+    'X-Credential-Username',
+    'X-Anonymous-Consumer',
+    'X-Userinfo',
+    'X-Authenticated-Scope',
+    'X-Authenticated-Userid',
+    'X-Authenticated-Groups',
+    'X-Jwt-Claim-Sub',
+    // client certificates
+    'X-SSL-Client-Cert',
+    'X-SSL-Client-Verify',
+    'X-SSL-Client-DN',
+    'X-SSL-Client-S-DN',
+    'X-SSL-Cert',
+    'X-SSL',
+    'X-Client-Cert',
+    'X-Client-Cert-Chain',
+    'Ssl-Client-Verify',
+    'Ssl-Client-Cert',
+    'X-Client-Verify',
+    'X-Client-DN',
+    'X-ARR-ClientCert',
+    // client address
+    'CF-Connecting-IP',
+    'CF-Connecting-IPv6',
+    'CF-Visitor',
+    'X-Real-Client-IP',
+    'X-True-Client-IP',
+    'X-Azure-ClientIP',
+    'X-Azure-SocketIP',
+    'X-Azure-FDID',
+    'X-Appengine-User-IP',
+    'X-Appengine-Cron',
+    'Akamai-Client-IP',
+    'Akamai-Origin-Hop',
+    'Fastly-Client-IP',
+    'X-ProxyUser-Ip',
+    'X-Envoy-External-Address',
+    'X-Envoy-Original-Path',
+    // URL and method overrides
+    'X-Override-URL',
+    'X-Rewrite-Path',
+    'X-Rewrite-URL',
+    'X-HTTP-Destination-URL',
+    'X-Original-Method',
+    'X-Method',
+    '_method',
+    'X-HTTP-Method',
+    'X-Method-Override',
+    // tenant and user identity, auth proxies and platforms
+    'X-Tenant-Id',
+    'X-Tenant',
+    'Tenant-Id',
+    'X-Company',
+    'X-Company-Name',
+    'Company-Id',
+    'XCompanyId',
+    'X-Companyid',
+    'Api-Key-Id',
+    'Company-Tier',
+    'X-User-Id',
+    'X-Userid',
+    'X-User-Email',
+    'X-Username',
+    'X-Remote-User',
+    'Remote-User',
+    'X-Auth-User',
+    'X-Forwarded-User',
+    'X-Forwarded-Email',
+    'X-Forwarded-Groups',
+    'X-Auth-Request-User',
+    'X-Auth-Request-Email',
+    'X-Auth-Request-Access-Token',
+    'X-Amzn-Oidc-Identity',
+    'X-Amzn-Oidc-Data',
+    'X-Apigateway-Event',
+    'X-Apigateway-Context',
+    'X-Goog-Authenticated-User-Email',
+    'X-Goog-IAP-JWT-Assertion',
+    'X-MS-Client-Principal',
+    'X-MS-Client-Principal-Name',
+  ];
+  // Ordinary request headers with similar names: they must still reach the upstream.
+  const KEPT = [
+    'user-agent',
+    'accept',
+    'content-type',
+    'x-client-version',
+    'x-correlation-id',
+    'x-amzn-trace-id',
+    'x-user-agent',
+    'x-companion',
+    'x-sslx',
+    'cf-ray',
+    'akamai',
+    'fastly-debug',
+    'x-methods',
+    'traceparent',
+  ];
+
+  test('every name is dropped, in any case and `_` spelling, from untrusted and trusted peers', () => {
+    const scrub = createHeaderScrubber(NAMES);
+    for (const name of FOUND)
+      for (const spelled of [name.toLowerCase(), name.toLowerCase().replace(/-/g, '_')])
+        for (const trusted of [false, true])
+          assert.deepEqual(
+            scrub({ [spelled]: 'v', accept: 'a' }, trusted),
+            { accept: 'a' },
+            `${spelled} from a ${trusted ? 'trusted' : 'untrusted'} peer`,
+          );
+  });
+
+  test('all of them at once: only the ordinary headers pass', () => {
+    const scrub = createHeaderScrubber(NAMES);
+    const h: IncomingHttpHeaders = {};
+    for (const n of [...FOUND, ...KEPT]) h[n.toLowerCase()] = 'v';
+    assert.deepEqual(Object.keys(scrub(h, false)).sort(), [...KEPT].sort());
+  });
+
+  test('look-alikes follow configured trusted names; stripFromClients still adds names and prefixes', () => {
+    const scrub = createHeaderScrubber(
+      { companyId: 'x-org', keyId: 'x-credential', companyTier: 'x-plan-tier', requestId: 'x-request-id' },
+      ['X-Internal-Token', 'X-Debug-*'],
+    );
+    for (const n of [
+      'org',
+      'x-org',
+      'planTier',
+      'plan-tier',
+      'xplantier',
+      'x-plantier',
+      'x-internal-token',
+      'x-debug-a',
+    ])
+      assert.deepEqual(scrub({ [n.toLowerCase()]: 'v', accept: 'a' }), { accept: 'a' }, n);
+    assert.deepEqual(scrub({ 'company-id': 'v' }), { 'company-id': 'v' }, 'no look-alike of an unused name');
+  });
+});
