@@ -468,7 +468,7 @@ describe('TLS on both listeners, reloaded without a restart', () => {
         admin: { tls: { certFile: '/nonexistent/tls.crt', keyFile: '/nonexistent/tls.key' } },
         store: { type: 'memory' },
       }),
-      /admin\.tls\.certFile: cannot read \/nonexistent\/tls\.crt \(ENOENT\)/,
+      /admin\.tls\.certFile: \/nonexistent\/tls\.crt does not exist/,
     );
   });
 });
