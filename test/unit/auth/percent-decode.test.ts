@@ -152,6 +152,20 @@ describe('percentDecode: edges', () => {
     }
   });
 
+  test('hex digits are 0-9, A-F, a-f only; 4-byte sequences from F0 start at U+10000', () => {
+    // ':' and '@' sit right after '9' and before 'A'; 'G' and 'g' right after 'F' and 'f'.
+    for (const s of ['%:0', '%0:', '%@0', '%G0', '%g0', '%/0']) {
+      assert.equal(percentDecode(s), s, s);
+      assert.equal(percentDecode('p'.repeat(100) + s), 'p'.repeat(100) + s, `${s} (long)`);
+    }
+    // Overlong forms of a code point below U+10000 are invalid: one U+FFFD per byte.
+    for (const s of ['%F0%80%80%80', '%F0%8F%BF%BF']) {
+      assert.equal(percentDecode(s), '\uFFFD'.repeat(4), s);
+      assert.equal(percentDecode('p'.repeat(100) + s), 'p'.repeat(100) + '\uFFFD'.repeat(4), `${s} (long)`);
+    }
+    assert.equal(percentDecode('%F0%90%80%80'), '\u{10000}');
+  });
+
   test('a character above U+00FF after % is not a hex digit', () => {
     // Such characters only reach the decoder from direct callers (Node reads targets as Latin-1).
     for (const s of ['%\u0100A', '%A\u0100', '%\u0130A', '%A\u0141', '%\u0100\u0100'])

@@ -322,6 +322,12 @@ describe('URL key guard: edges of the caps and of decoding', () => {
     assert.deepEqual(check('?&&p=1&q=2'), { found: false });
   });
 
+  test('in the query, "/" is part of a value (it separates only matrix parameters)', () => {
+    assert.deepEqual(check('/a?api_key=a/b'), { found: true, candidates: ['a/b'] });
+    assert.deepEqual(check('/a?next=/x/y&token=t/u'), { found: true, candidates: ['t/u'] });
+    assert.deepEqual(check('/a;api_key=a/b'), { found: true, candidates: ['a'] });
+  });
+
   test('"+" is a space in names and values', () => {
     assert.deepEqual(check('/a?api_key=a+b'), { found: true, candidates: ['a b'] });
     assert.deepEqual(check(`/a?q=${k}+more`), { found: true, candidates: [k] });
