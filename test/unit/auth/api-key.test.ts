@@ -101,3 +101,43 @@ describe('api key format', () => {
     assert.equal(displayPrefixOf(k).length, 'nk_live_'.length + 6);
   });
 });
+
+describe('api key format: edges', () => {
+  const legacy = { maxLength: 256, acceptLegacy: true };
+
+  test('a key at exactly maxLength passes; one character less of room is too long', () => {
+    const k = generateApiKey('live');
+    assert.deepEqual(parseApiKey(k, { maxLength: k.length, acceptLegacy: false }), {
+      ok: true,
+      environment: 'live',
+    });
+    assert.deepEqual(parseApiKey(k, { maxLength: k.length - 1, acceptLegacy: false }), {
+      ok: false,
+      reason: 'too_long',
+    });
+  });
+
+  test('anything before or after a well-formed key makes it malformed (not a checksum failure)', () => {
+    const k = generateApiKey('live');
+    for (const s of [`${k}x`, `x${k}`, ` ${k}`, `${k}\n`, `${k},${k}`])
+      assert.deepEqual(parseApiKey(s, strict), { ok: false, reason: 'malformed' }, JSON.stringify(s));
+  });
+
+  test('legacy keys: at least 20 characters, and never starting with nk_', () => {
+    assert.deepEqual(parseApiKey('a'.repeat(20), legacy), { ok: true, environment: null });
+    assert.deepEqual(parseApiKey('a'.repeat(19), legacy), { ok: false, reason: 'malformed' });
+    assert.deepEqual(parseApiKey(`nk_${'a'.repeat(30)}`, legacy), { ok: false, reason: 'malformed' });
+    assert.deepEqual(parseApiKey(`legacy-key-ending-in-nk_`, legacy), { ok: true, environment: null });
+  });
+
+  test('environments: a lowercase letter then 1 to 15 letters or digits, nothing else', () => {
+    assert.match(generateApiKey('a'.repeat(16)), /^nk_a{16}_/);
+    for (const env of ['a'.repeat(17), 'live_x', 'live-x', 'Live', 'l', '1live', 'live\n'])
+      assert.throws(() => generateApiKey(env), /invalid key environment/, JSON.stringify(env));
+  });
+
+  test('display prefix of a legacy key: its first 4 characters', () => {
+    assert.equal(displayPrefixOf('sk_legacy_0123456789abcdef'), 'sk_l');
+    assert.equal(displayPrefixOf(`legacy-${generateApiKey('live')}`), 'lega');
+  });
+});

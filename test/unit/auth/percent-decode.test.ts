@@ -133,3 +133,57 @@ describe('percentDecode', () => {
     }
   });
 });
+
+describe('percentDecode: edges', () => {
+  test('%00 and %7F are ASCII; %F4%8F%BF%BF is U+10FFFF (the last code point), on both paths', () => {
+    const cases: [string, string][] = [
+      ['%00', '\0'],
+      ['a%00b', 'a\0b'],
+      ['%7F', '\x7f'],
+      ['%7f%7E', '\x7f~'],
+      ['%F4%8F%BF%BF', '\u{10FFFF}'],
+      ['%F4%90%80%80', '\uFFFD\uFFFD\uFFFD\uFFFD'],
+    ];
+    for (const [input, want] of cases) {
+      assert.equal(percentDecode(input), want, input);
+      if (reference(input) !== null) assert.equal(want, reference(input), `${input}: as decodeURIComponent`);
+      const pad = 'p'.repeat(100);
+      assert.equal(percentDecode(pad + input), pad + want, `${input} (long)`);
+    }
+  });
+
+  test('hex digits are 0-9, A-F, a-f only; 4-byte sequences from F0 start at U+10000', () => {
+    // ':' and '@' sit right after '9' and before 'A'; 'G' and 'g' right after 'F' and 'f'.
+    for (const s of ['%:0', '%0:', '%@0', '%G0', '%g0', '%/0']) {
+      assert.equal(percentDecode(s), s, s);
+      assert.equal(percentDecode('p'.repeat(100) + s), 'p'.repeat(100) + s, `${s} (long)`);
+    }
+    // Overlong forms of a code point below U+10000 are invalid: one U+FFFD per byte.
+    for (const s of ['%F0%80%80%80', '%F0%8F%BF%BF']) {
+      assert.equal(percentDecode(s), '\uFFFD'.repeat(4), s);
+      assert.equal(percentDecode('p'.repeat(100) + s), 'p'.repeat(100) + '\uFFFD'.repeat(4), `${s} (long)`);
+    }
+    assert.equal(percentDecode('%F0%90%80%80'), '\u{10000}');
+  });
+
+  test('a character above U+00FF after % is not a hex digit', () => {
+    // Such characters only reach the decoder from direct callers (Node reads targets as Latin-1).
+    for (const s of ['%\u0100A', '%A\u0100', '%\u0130A', '%A\u0141', '%\u0100\u0100'])
+      assert.equal(percentDecode(s), s, JSON.stringify(s));
+  });
+
+  test('a long string that starts with an escaped BOM keeps it (as decodeURIComponent does)', () => {
+    const s = '%EF%BB%BF' + 'x'.repeat(100);
+    assert.equal(percentDecode(s), '\uFEFF' + 'x'.repeat(100));
+    assert.equal(percentDecode(s), decodeURIComponent(s));
+  });
+
+  test('long strings of every UTF-8 width decode in full, each longer than the last', () => {
+    // The native path's scratch buffer must grow with the input (3 bytes per UTF-16 unit at most).
+    for (const unit of ['a', 'é', '€', '😀', '%41', '%E2%82%AC'])
+      for (const n of [500, 3000, 9000]) {
+        const s = unit.repeat(n) + '%41';
+        assert.equal(percentDecode(s), decodeURIComponent(s), `${unit} × ${n}`);
+      }
+  });
+});

@@ -347,3 +347,58 @@ describe('URL key guard: as wide as the forward step, method overrides, decoding
     assert.equal(check('/a?_method=DELETE').methodOverride, undefined, 'off without methodOverrideParams');
   });
 });
+
+describe('URL key guard: edges of the caps and of decoding', () => {
+  const k = generateApiKey('live');
+  const small = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS, { maxParams: 4, maxPathSegments: 3 });
+
+  test('exactly maxParams matrix parameters are all examined; one more is over the limit', () => {
+    assert.deepEqual(small('/a;p;p;p;p'), { found: false });
+    assert.deepEqual(small('/a;p;p;p;api_key=x'), { found: true, candidates: ['x'] });
+    assert.deepEqual(small('/a;p;p;p;p;p'), { found: false, overLimit: true });
+  });
+
+  test('a trailing separator leaves an empty piece, which counts like any other', () => {
+    assert.deepEqual(small('/a?p&p&p&p'), { found: false });
+    assert.deepEqual(small('/a?p&p&p&p&'), { found: false, overLimit: true });
+  });
+
+  test('over the cap, a key found in the examined part is reported once', () => {
+    assert.deepEqual(small(`/a?q=${k}&p&p&p&p`), { found: true, candidates: [k], overLimit: true });
+    assert.deepEqual(small(`/a?api_key=v&p&p&p&p`), { found: true, candidates: ['v'], overLimit: true });
+  });
+
+  test('past the segment cap the path is not decoded: only plain key-shaped values are found', () => {
+    const encoded = k.replaceAll('_', '%5F');
+    assert.deepEqual(small(`/a/b/c/${encoded}`), { found: false, overLimit: true });
+    assert.deepEqual(small(`/a/b/${encoded}`), { found: true, candidates: [k] });
+  });
+
+  test('a URL that is only a query (a separator right after the "?")', () => {
+    assert.deepEqual(check('?&api_key=1'), { found: true, candidates: ['1'] });
+    assert.deepEqual(check('?&&p=1&q=2'), { found: false });
+  });
+
+  test('in the query, "/" is part of a value (it separates only matrix parameters)', () => {
+    assert.deepEqual(check('/a?api_key=a/b'), { found: true, candidates: ['a/b'] });
+    assert.deepEqual(check('/a?next=/x/y&token=t/u'), { found: true, candidates: ['t/u'] });
+    assert.deepEqual(check('/a;api_key=a/b'), { found: true, candidates: ['a'] });
+  });
+
+  test('"+" is a space in names and values', () => {
+    assert.deepEqual(check('/a?api_key=a+b'), { found: true, candidates: ['a b'] });
+    assert.deepEqual(check(`/a?q=${k}+more`), { found: true, candidates: [k] });
+    assert.deepEqual(check('/a?api+key=1'), { found: true, candidates: ['1'] });
+  });
+
+  test('up to eight rounds of %-decoding, as the forward step; a ninth is undecided and counts as a key', () => {
+    assert.equal(normaliseParamName('%2525252525252561pi_key'), 'apikey');
+    assert.deepEqual(check('/a?%2525252525252561pi_key=1'), { found: true, candidates: ['1'] });
+    assert.equal(normaliseParamName('%252525252525252561pi_key'), '61pikey');
+    assert.deepEqual(check('/a?%252525252525252561pi_key=1'), {
+      found: true,
+      candidates: [],
+      undecided: true,
+    });
+  });
+});

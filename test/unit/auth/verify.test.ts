@@ -4,7 +4,7 @@ import { generateApiKey, hashApiKey } from '../../../src/auth/api-key.js';
 import { KeyVerifier, type CacheOutcome, type VerifierOptions } from '../../../src/auth/verify.js';
 import { GatewayError } from '../../../src/errors.js';
 import { MemoryKeyStore } from '../../../src/store/memory-store.js';
-import type { KeyRecord } from '../../../src/store/types.js';
+import type { Company, KeyRecord, KeyStore } from '../../../src/store/types.js';
 import { isoSeconds } from '../../../src/time.js';
 import { ProbeKeyStore } from '../../helpers/probe-store.js';
 
@@ -28,7 +28,10 @@ interface Fixture {
   revoke(): Promise<void>;
 }
 
-async function setup(over: Partial<VerifierOptions> = {}): Promise<Fixture> {
+async function setup(
+  over: Partial<VerifierOptions> = {},
+  wrap: (probe: ProbeKeyStore) => KeyStore = (probe) => probe,
+): Promise<Fixture> {
   const inner = new MemoryKeyStore();
   const at = isoSeconds(T0);
   await inner.createCompany({
@@ -65,7 +68,7 @@ async function setup(over: Partial<VerifierOptions> = {}): Promise<Fixture> {
   const cacheEvents: string[] = [];
   const storeErrors: string[] = [];
   const verifier = new KeyVerifier({
-    store: probe,
+    store: wrap(probe),
     maxEntries: 100,
     positiveTtlMs: POSITIVE_TTL,
     negativeTtlMs: NEGATIVE_TTL,
@@ -387,5 +390,234 @@ describe('KeyVerifier.verifyCached (the request path without promises)', () => {
     const viaVerify = await f.verifier.verify(f.key);
     assert.equal(!viaVerify.ok && viaVerify.reason, 'expired');
     assert.equal(f.probe.count('findKeyByHash'), 1, 'all from the one cached record');
+  });
+});
+
+/**
+ * A store of one's own (see `KeyStore`) that hands out one object per key record and updates that
+ * object in place on every read, instead of a fresh copy each time.
+ */
+function sharedRecords(inner: KeyStore): KeyStore {
+  const objects = new Map<string, KeyRecord>();
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'findKeyByHash')
+        return async (hash: string) => {
+          const fresh = await target.findKeyByHash(hash);
+          if (fresh === null) return null;
+          const own = objects.get(hash);
+          if (own === undefined) objects.set(hash, fresh);
+          return own === undefined ? fresh : Object.assign(own, fresh);
+        };
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/** Replaces the memory store's contents (the file store's reload): records the admin API refuses. */
+async function replaceRecords(f: Fixture, keys: KeyRecord[], companies?: Company[]): Promise<void> {
+  const acme = (await f.probe.inner.getCompany('acme'))!;
+  (f.probe.inner as MemoryKeyStore).replaceContents(companies ?? [acme], keys);
+}
+
+async function addCompanyWithKey(f: Fixture, id: string): Promise<string> {
+  const acme = (await f.probe.inner.getCompany('acme'))!;
+  assert.equal(await f.probe.inner.createCompany({ ...acme, id, name: id }), true);
+  const key = generateApiKey('live');
+  const rec: KeyRecord = { ...f.record, id: `key_${id}`, companyId: id, hash: hashApiKey(key) };
+  assert.deepEqual(await f.probe.inner.createKey(rec, 0, isoSeconds(T0)), { ok: true });
+  return key;
+}
+
+describe('KeyVerifier: every denial, as a value', () => {
+  test('an empty header is a missing key, on both paths', async () => {
+    const f = await setup();
+    const missing = { ok: false, code: 'MISSING_KEY', reason: 'missing' };
+    assert.deepEqual(await f.verifier.verify(''), missing);
+    assert.deepEqual(f.verifier.verifyCached(''), missing);
+  });
+
+  test('a key whose company does not exist is an invalid key (orphan), on both paths', async () => {
+    const f = await setup();
+    const ghostKey = generateApiKey('live');
+    const ghost: KeyRecord = { ...f.record, id: 'key_ghost', companyId: 'ghost', hash: hashApiKey(ghostKey) };
+    await replaceRecords(f, [{ ...f.record }, ghost]);
+    const orphan = { ok: false, code: 'INVALID_KEY', reason: 'orphan' };
+    assert.deepEqual(await f.verifier.verify(ghostKey), orphan);
+    assert.deepEqual(f.verifier.verifyCached(ghostKey), orphan);
+    await settle();
+    assert.equal(f.probe.count('touchKey'), 0, 'an orphan key records no use');
+  });
+
+  test('a company without API access: API_ACCESS_DISABLED, on both paths', async () => {
+    const f = await setup();
+    await f.probe.inner.updateCompany('acme', { apiAccess: false }, isoSeconds(T0));
+    const disabled = { ok: false, code: 'API_ACCESS_DISABLED', reason: 'api_access_disabled' };
+    assert.deepEqual(await f.verifier.verify(f.key), disabled);
+    assert.deepEqual(f.verifier.verifyCached(f.key), disabled);
+    await settle();
+    assert.equal(f.probe.count('touchKey'), 0);
+  });
+
+  test('revoked: INVALID_KEY with the record (for the audit trail)', async () => {
+    const f = await setup();
+    await f.revoke();
+    const r = await f.verifier.verify(f.key);
+    assert.ok(!r.ok);
+    assert.equal(r.code, 'INVALID_KEY');
+    assert.equal(r.reason, 'revoked');
+    assert.equal(r.key?.id, 'key_1');
+  });
+
+  test('a revocation scheduled after the expiry: expired until the revocation time, then revoked', async () => {
+    const f = await setup();
+    await replaceRecords(f, [
+      { ...f.record, expiresAt: isoSeconds(T0 + 1000), revokedAt: isoSeconds(T0 + 5000) },
+    ]);
+    f.clock.now = T0 + 2000;
+    const expired = await f.verifier.verify(f.key);
+    assert.equal(!expired.ok && `${expired.code}/${expired.reason}`, 'INVALID_KEY/expired');
+    f.clock.now = T0 + 5000;
+    const revoked = await f.verifier.verify(f.key);
+    assert.equal(!revoked.ok && `${revoked.code}/${revoked.reason}`, 'INVALID_KEY/revoked');
+  });
+
+  test('an expiresAt that names no instant counts as ended (fail closed)', async () => {
+    const f = await setup();
+    await replaceRecords(f, [{ ...f.record, expiresAt: '2030-02-30T00:00:00Z' }]);
+    const r = await f.verifier.verify(f.key);
+    assert.equal(!r.ok && `${r.code}/${r.reason}`, 'INVALID_KEY/expired');
+    assert.equal(f.verifier.verifyCached(f.key)?.ok, false);
+  });
+
+  test('the store error is the cause of STORE_UNAVAILABLE', async () => {
+    const f = await setup();
+    const down = new Error('connection refused');
+    f.probe.fail('findKeyByHash', down);
+    await assert.rejects(
+      f.verifier.verify(f.key),
+      (err: unknown) => err instanceof GatewayError && err.code === 'STORE_UNAVAILABLE' && err.cause === down,
+    );
+  });
+});
+
+describe('KeyVerifier: invalidations drop exactly what they name', () => {
+  test('a key invalidation drops that key only: the company stays cached', async () => {
+    const f = await setup();
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    await f.probe.inner.publish({ kind: 'key', hash: f.record.hash });
+    assert.equal(f.verifier.verifyCached(f.key), undefined, 'the key must be read again');
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    assert.equal(f.probe.count('findKeyByHash'), 2);
+    assert.equal(f.probe.count('getCompany'), 1);
+  });
+
+  test('a company invalidation drops that company only: a suspension applies at once', async () => {
+    const f = await setup();
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    await f.probe.inner.updateCompany('acme', { status: 'suspended' }, isoSeconds(T0));
+    await f.probe.inner.publish({ kind: 'company', id: 'acme' });
+    f.cacheEvents.length = 0;
+    assert.equal(f.verifier.verifyCached(f.key), undefined, 'the company must be read again');
+    assert.deepEqual(f.cacheEvents, [], 'an undefined answer counts nothing');
+    assert.deepEqual(await f.verifier.verify(f.key), {
+      ok: false,
+      code: 'COMPANY_INACTIVE',
+      reason: 'company_inactive',
+    });
+    assert.equal(f.probe.count('findKeyByHash'), 1, 'the key stayed cached');
+    assert.equal(f.probe.count('getCompany'), 2);
+  });
+
+  test('an "all" invalidation drops every key and company', async () => {
+    const f = await setup();
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    await f.probe.inner.publish({ kind: 'all' });
+    assert.equal(f.verifier.cachedKeys, 0);
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    assert.equal(f.probe.count('findKeyByHash'), 2);
+    assert.equal(f.probe.count('getCompany'), 2);
+  });
+});
+
+describe('KeyVerifier: cache bookkeeping', () => {
+  test('cache events: a miss per store read, a hit per cached answer, on both paths', async () => {
+    const f = await setup();
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    assert.deepEqual(f.cacheEvents, ['key:miss', 'company:miss', 'key:hit', 'company:hit']);
+    const unknown = generateApiKey('live');
+    assert.equal((await f.verifier.verify(unknown)).ok, false);
+    f.cacheEvents.length = 0;
+    assert.deepEqual(f.verifier.verifyCached(unknown), { ok: false, code: 'INVALID_KEY', reason: 'unknown' });
+    assert.deepEqual(f.cacheEvents, ['key:hit'], 'a cached unknown key: one key hit, no company');
+  });
+
+  test('works without observability hooks (each one is optional)', async () => {
+    const f = await setup({ onCache: undefined, onStoreError: undefined });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      f.probe.fail('touchKey');
+      assert.ok((await f.verifier.verify(f.key)).ok, 'store reads');
+      assert.ok((await f.verifier.verify(f.key)).ok, 'cache hits');
+      assert.equal(f.verifier.verifyCached(f.key)?.ok, true);
+      const unknown = generateApiKey('live');
+      assert.equal((await f.verifier.verify(unknown)).ok, false);
+      assert.equal(f.verifier.verifyCached(unknown)?.ok, false);
+      f.probe.fail('findKeyByHash');
+      f.probe.fail('getCompany');
+      f.clock.now += POSITIVE_TTL;
+      assert.ok((await f.verifier.verify(f.key)).ok, 'stale copies');
+      await assertStoreUnavailable(f.verifier.verify(generateApiKey('live')), 'no copy');
+      await settle();
+      assert.equal(f.probe.count('touchKey'), 1, 'the failed lastUsedAt write was tried');
+      assert.deepEqual(unhandled, [], 'the failed write is swallowed');
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  test('the company cache holds a quarter as many entries as the key cache, and at least 100', async () => {
+    const small = await setup({ maxEntries: 4 });
+    const two = [small.key, await addCompanyWithKey(small, 'c2')];
+    for (const k of [...two, ...two]) assert.ok((await small.verifier.verify(k)).ok);
+    assert.equal(small.probe.count('getCompany'), 2, '2 companies fit although 4 / 4 = 1');
+
+    const big = await setup({ maxEntries: 800 }); // 200 companies
+    const keys = [big.key];
+    for (let i = 1; i <= 200; i++) keys.push(await addCompanyWithKey(big, `c${i}`));
+    for (const k of keys) assert.ok((await big.verifier.verify(k)).ok);
+    assert.equal(big.probe.count('getCompany'), 201);
+    assert.ok((await big.verifier.verify(keys[200]!)).ok);
+    assert.equal(big.probe.count('getCompany'), 201, 'the last 200 companies are cached');
+    assert.ok((await big.verifier.verify(keys[0]!)).ok);
+    assert.equal(big.probe.count('getCompany'), 202, 'the 201st company pushed out the oldest');
+    assert.equal(big.probe.count('findKeyByHash'), 201, 'every key stayed cached');
+  });
+
+  test('a record object whose revokedAt or expiresAt changes in place is re-checked', async () => {
+    // The instants are parsed once per record object; a store that updates its objects in place
+    // must not leave the verifier with the old parse.
+    const f = await setup({}, sharedRecords);
+    const first = await f.verifier.verify(f.key);
+    assert.ok(first.ok);
+    await f.revoke();
+    const revoked = await f.verifier.verify(f.key);
+    assert.ok(!revoked.ok);
+    assert.equal(revoked.reason, 'revoked');
+    assert.equal(revoked.key, first.key, 'the same object, changed in place');
+
+    const g = await setup({}, sharedRecords);
+    const before = await g.verifier.verify(g.key);
+    assert.ok(before.ok);
+    await g.probe.inner.updateKey(g.record.id, { expiresAt: isoSeconds(T0) });
+    await g.probe.inner.publish({ kind: 'key', hash: g.record.hash });
+    const expired = await g.verifier.verify(g.key);
+    assert.ok(!expired.ok);
+    assert.equal(expired.reason, 'expired');
+    assert.equal(expired.key, before.key);
   });
 });
