@@ -155,7 +155,11 @@ type EnvName = keyof typeof ENV_TABLE;
 /** One problem, `path (from VAR): message`; the variable is named only when it was set. */
 function formatIssue(issue: ZodIssue, envApplied: readonly EnvName[]): string {
   const path = issue.path.length ? issue.path.join('.') : '(top level)';
-  const env = envApplied.find((name) => ENV_TABLE[name].path === path);
+  // A variable that sets a whole subtree (`ADMIN_TOKENS` → `admin.tokens`) owns its items' problems.
+  const env = envApplied.find((name) => {
+    const own = ENV_TABLE[name].path;
+    return path === own || path.startsWith(`${own}.`);
+  });
   // zod quotes some received values (enums): a URL there keeps its host, not its password.
   return `${path}${env ? ` (from ${env})` : ''}: ${maskUrlsInText(issue.message)}`;
 }

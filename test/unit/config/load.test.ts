@@ -108,6 +108,18 @@ unknownKey: 1
     const envText = fromEnv.ok ? '' : fromEnv.problems.join('\n');
     assert.match(envText, /^server\.port \(from PORT\): /m);
     assert.match(envText, /^routes\.0\.target \(from UPSTREAM_URL\): /m);
+    // ADMIN_TOKENS sets a list: each entry's problems name the variable, and the file's do not.
+    const tokens = loadConfig({ file: DEFAULT_CONFIG_FILE, env: { ADMIN_TOKENS: 'ops:root:xyz' } });
+    const tokensText = tokens.ok ? '' : tokens.problems.join('\n');
+    assert.match(tokensText, /^admin\.tokens\.0\.role \(from ADMIN_TOKENS\): /m);
+    assert.match(tokensText, /^admin\.tokens\.0\.sha256 \(from ADMIN_TOKENS\): /m);
+    const fileTokens = loadConfig({
+      file: file('admin:\n  tokens:\n    - { name: ops, role: root, sha256: xyz }\n'),
+      env: {},
+    });
+    const fileTokensText = fileTokens.ok ? '' : fileTokens.problems.join('\n');
+    assert.match(fileTokensText, /^admin\.tokens\.0\.role: /m);
+    assert.ok(!fileTokensText.includes('(from'), fileTokensText);
   });
 
   test('UPSTREAM_URL: the default route without routes, the single route, an error with several', () => {
