@@ -79,12 +79,14 @@ export function watchTlsFiles(
 ): () => void {
   let seen = opts.identity;
   let polling = false;
+  let stopped = false;
   const poll = () => {
     if (polling) return;
     polling = true;
     statBoth(files, (now) => {
       polling = false;
-      if (now === seen) return;
+      // A stat in flight when the watcher stopped must not install what it finds afterwards.
+      if (stopped || now === seen) return;
       seen = now;
       try {
         const m = readTlsFiles(files, opts.configKey);
@@ -105,7 +107,10 @@ export function watchTlsFiles(
   };
   const timer = setInterval(poll, opts.intervalMs ?? 1000);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
 
 /** Both files' identity, or a `missing:` marker (a vanished file is a change too). */
