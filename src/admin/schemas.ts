@@ -358,7 +358,7 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       role: 'admin',
       body: keyPatchSchema,
       ok: { status: 200, schema: keyViewSchema },
-      errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID'],
+      errors: [...WRITE_ERRORS, 'ADMIN_UNKNOWN_ID', 'ADMIN_KEY_INACTIVE'],
     },
     {
       method: 'delete',

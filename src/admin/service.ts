@@ -278,6 +278,16 @@ export class AdminService {
    * A new key for the same company; the old one keeps working until revoked (or until the grace
    * period ends). The old key's revocation can only move earlier: when it was revoked while the
    * rotation ran, the new key stays and `oldKeyRevokesAt` reports the real, earlier time.
+   *
+   * The new key takes over everything that restricts the old one: company, environment, expiry,
+   * scopes and limits (the body cannot change any of them; only the label). Not carried: the old
+   * key's `revokedAt` (its retirement, which this rotation schedules), `exposedAt` and
+   * `lastUsedAt` (facts about the old material), `rotatedTo`. The scopes, limits and expiry are
+   * taken from the same atomic store write that sets the old key's `rotatedTo`; after it the
+   * store refuses to change the old key's scopes and limits (a PATCH answers 409), so the new key
+   * is never wider than the old key's final restrictions. The new key is stored first with what
+   * the first read saw, and corrected before its plaintext leaves this method: until then nobody
+   * can present it.
    */
   async rotateKey(
     keyId: string,
@@ -296,6 +306,7 @@ export class AdminService {
       old.environment ?? 'live',
       parsed.value.label ?? old.label,
       old.expiresAt,
+      { scopes: old.scopes, limits: old.limits },
     );
     if (!created.ok) return created;
     const grace = parsed.value.gracePeriodSeconds;
@@ -313,6 +324,7 @@ export class AdminService {
       if (isStoreOutage(err)) this.reconcileLater(this.undelivered(created.value.id, old.hash, actor, false));
       throw err;
     });
+    if (updated) await this.handOver(updated, old, created.value, actor);
     const oldKeyRevokesAt = updated ? updated.revokedAt : revokesAt;
     await this.opts.store.publish({ kind: 'key', hash: old.hash });
     await this.audit({
@@ -327,9 +339,50 @@ export class AdminService {
   }
 
   /**
+   * When a PATCH landed on the old key between the rotation's first read (`stored`, what the new
+   * key was created with) and its atomic write of `rotatedTo` (`committed`): give the new key what
+   * that write saw (scopes, limits, an earlier expiry). After that write the old key's
+   * restrictions no longer change, so this is the final state. Fails closed: when the new key
+   * cannot take it (a store outage, or the new key was rotated in the meantime), the new key is
+   * revoked and never delivered.
+   */
+  private async handOver(
+    committed: KeyRecord,
+    stored: KeyRecord,
+    created: CreatedKey,
+    actor: string,
+  ): Promise<void> {
+    const restrictions = (k: KeyRecord) => JSON.stringify([k.scopes, k.limits, k.expiresAt]);
+    if (restrictions(committed) === restrictions(stored)) return;
+    const patch: KeyPatch = { scopes: committed.scopes, limits: committed.limits };
+    if (committed.expiresAt) patch.expiresAt = committed.expiresAt;
+    const fixed = await this.opts.store.updateKey(created.id, patch).catch((err: unknown) => {
+      if (isStoreOutage(err)) this.reconcileLater(this.undelivered(created.id, stored.hash, actor, false));
+      throw err;
+    });
+    if (fixed && restrictions(fixed) === restrictions(committed)) {
+      await this.opts.store.publish({ kind: 'key', hash: fixed.hash });
+      return;
+    }
+    const revoked = await this.opts.store.updateKey(created.id, { revokedAt: isoSeconds(this.now()) });
+    if (revoked) await this.opts.store.publish({ kind: 'key', hash: revoked.hash });
+    await this.audit({
+      event: 'key.revoked',
+      companyId: committed.companyId,
+      keyId: created.id,
+      keyPrefix: created.prefix,
+      actor,
+      details: { reason: "rotation could not hand over the old key's restrictions; never delivered" },
+    });
+    throw new Error(`rotation of ${committed.id}: the new key could not take over its restrictions`);
+  }
+
+  /**
    * Sets a key's own scopes (they narrow the company's: a request must pass both) and windows (on
    * top of the company's). One atomic write of the given fields; audited with before and after;
-   * published, so every instance applies it within the invalidation delay.
+   * published, so every instance applies it within the invalidation delay. A rotated key's
+   * scopes and limits went to its successor and no longer change: 409 naming the successor
+   * (change that key; revoke this one to end its grace period at once).
    */
   async updateKey(keyId: string, input: unknown, actor = 'admin'): Promise<AdminResult<KeyView>> {
     const parsed = parse(keyPatchSchema, input);
@@ -363,6 +416,12 @@ export class AdminService {
     if (!updated.ok) return updated;
     const after = updated.value;
     if (!after) return notFound('key', keyId);
+    // The store writes no restriction on a rotated key, in the same atomic step that reads rotatedTo.
+    if (after.rotatedTo !== null)
+      return fail(
+        'ADMIN_KEY_INACTIVE',
+        `key ${keyId} was rotated to ${after.rotatedTo}, which took over its scopes and limits; change that key instead, and revoke this one to end its grace period now`,
+      );
     await this.audit({
       event: 'key.updated',
       companyId: after.companyId,
@@ -421,9 +480,12 @@ export class AdminService {
     environment: string,
     label: string | null,
     expiresAt: string | null,
+    restrictions: Pick<KeyRecord, 'scopes' | 'limits'> = { scopes: null, limits: null },
   ): Promise<AdminResult<CreatedKey>> {
     const at = isoSeconds(this.now());
     const { key, record } = createKeyRecord({ companyId, environment, label, expiresAt, createdAt: at });
+    record.scopes = restrictions.scopes;
+    record.limits = restrictions.limits;
     const result = await this.write(
       () => this.opts.store.createKey(record, this.opts.maxActiveKeys, at),
       () => this.undelivered(record.id, record.hash, 'admin', true),

@@ -62,6 +62,9 @@ export class MemoryKeyStore implements KeyStore {
     const rec = this.keysById.get(id);
     if (!rec) return null;
     // No await between read and write: atomic in this process, like the Lua script on Redis.
+    // A rotated key's restrictions went to its successor: they no longer change (nothing is written).
+    if (rec.rotatedTo !== null && (patch.scopes !== undefined || patch.limits !== undefined))
+      return { ...rec };
     for (const f of ['revokedAt', 'expiresAt', 'exposedAt'] as const) {
       const v = patch[f];
       if (v !== undefined && v !== null && isEarlier(v, rec[f])) rec[f] = v;

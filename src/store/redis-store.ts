@@ -58,7 +58,9 @@ return {before, redis.call('HGETALL', KEYS[1])}
  * KEYS[1] = kh:<hash>; ARGV = field/value pairs. Nothing when the key does not exist. End times
  * (revokedAt, expiresAt, exposedAt) become min(stored, new): an empty new value changes nothing, and
  * a stored value that is not a real instant is kept (it already counts as ended, fail closed).
- * Valid timestamps compare as strings. Returns the record after the write.
+ * Valid timestamps compare as strings. A patch of scopes or limits on a rotated key (rotatedTo set)
+ * writes nothing at all: its restrictions were handed to its successor when rotatedTo was set, in
+ * this same script, and must not drift from them. Returns the record after the write.
  */
 const UPDATE_KEY = `
 local function instant(s)
@@ -72,6 +74,12 @@ local function instant(s)
   return d <= max
 end
 if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return false end
+local rotated = redis.call('HGET', KEYS[1], 'rotatedTo')
+if rotated and rotated ~= '' then
+  for i = 1, #ARGV, 2 do
+    if ARGV[i] == 'scopes' or ARGV[i] == 'limits' then return redis.call('HGETALL', KEYS[1]) end
+  end
+end
 for i = 1, #ARGV, 2 do
   local f, v = ARGV[i], ARGV[i + 1]
   if f == 'revokedAt' or f == 'expiresAt' or f == 'exposedAt' then

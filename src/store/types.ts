@@ -129,7 +129,10 @@ export interface KeyStore {
    * becomes min(stored, patch); `null` in the patch changes nothing, and a stored value that does
    * not parse is kept (it already counts as ended). So no write can un-revoke a key, postpone its
    * revocation or extend its life (invariant 2), and the active-key set never grows behind the
-   * cap's back (invariant 5). Other fields are set as given.
+   * cap's back (invariant 5). On a rotated key (`rotatedTo` set) a patch that names `scopes` or
+   * `limits` writes nothing and returns the record as it is: rotation reads the restrictions in the
+   * same atomic write that sets `rotatedTo` and hands them to the new key, so they must not change
+   * afterwards (change the successor's). Other fields are set as given.
    */
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null>;
   /** Records last use (only ever later, only on an existing key); best effort, never on the request's critical path. */

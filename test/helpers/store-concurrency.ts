@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AdminService } from '../../src/admin/service.js';
-import { isKeyActive, type Company, type CompanyPatch, type KeyStore } from '../../src/store/types.js';
+import {
+  isKeyActive,
+  type Company,
+  type CompanyPatch,
+  type KeyPatch,
+  type KeyRecord,
+  type KeyStore,
+  type RateWindow,
+  type Scope,
+} from '../../src/store/types.js';
 import { isoSeconds } from '../../src/time.js';
 
 /** 0-2 ms, or the next turn of the event loop: enough to shuffle which write lands first. */
@@ -22,6 +31,46 @@ async function activeIds(store: KeyStore, companyId: string): Promise<Set<string
   return new Set((await store.listKeys(companyId)).filter((k) => isKeyActive(k, now)).map((k) => k.id));
 }
 
+const WIDE: Scope[] = [{ route: '/notify/v1' }, { route: '/media' }];
+const NARROW: Scope[] = [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }];
+const LOOSE: RateWindow[] = [{ points: 100, duration: 60 }];
+const TIGHT: RateWindow[] = [{ points: 2, duration: 60 }];
+
+/**
+ * The store, with `hook` run once right after the first write that matches `when`: a write of
+ * another request lands exactly there (no timing involved). Everything else passes through.
+ */
+function interleaved(
+  store: KeyStore,
+  when: (op: 'createKey' | 'updateKey', arg: KeyRecord | KeyPatch) => boolean,
+  hook: () => Promise<void>,
+): KeyStore {
+  let fired = false;
+  const fire = async (op: 'createKey' | 'updateKey', arg: KeyRecord | KeyPatch) => {
+    if (fired || !when(op, arg)) return;
+    fired = true;
+    await hook();
+  };
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'createKey')
+        return async (rec: KeyRecord, cap: number, now: string) => {
+          const r = await target.createKey(rec, cap, now);
+          await fire('createKey', rec);
+          return r;
+        };
+      if (prop === 'updateKey')
+        return async (id: string, patch: KeyPatch) => {
+          const r = await target.updateKey(id, patch);
+          await fire('updateKey', patch);
+          return r;
+        };
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
 /**
  * The concurrency section of the KeyStore contract (issue 10; INVARIANTS 2, 3, 5), for every
  * writable store: memory, Redis single node, Redis Cluster. Call it inside the store's `describe`;
@@ -36,6 +85,139 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
       maxActiveKeys,
       rotationAgeDays: 90,
     });
+
+  test('rotation hands over what restricts the old key: scopes, limits, expiry, environment', async () => {
+    const store = getStore();
+    const svc = service(0);
+    const co = `${tag}-rot-keep`;
+    assert.ok((await svc.createCompany({ id: co, tier: 'free' })).ok);
+    const expiresAt = isoSeconds(Date.now() + 86_400_000);
+    const k = await svc.createKey(co, { environment: 'test', label: 'ci', expiresAt });
+    assert.ok(k.ok);
+    assert.ok((await svc.updateKey(k.value.id, { scopes: NARROW, limits: TIGHT })).ok);
+    const r = await svc.rotateKey(k.value.id, { gracePeriodSeconds: 3600 });
+    assert.ok(r.ok, JSON.stringify(r));
+    const next = await store.getKey(r.value.id);
+    assert.ok(next);
+    assert.deepEqual(
+      [next.scopes, next.limits, next.expiresAt, next.environment, next.label, next.companyId],
+      [NARROW, TIGHT, expiresAt, 'test', 'ci', co],
+      'the new key lost a restriction of the old one',
+    );
+    // What belongs to the old material or to its retirement stays behind.
+    assert.deepEqual(
+      [next.revokedAt, next.exposedAt, next.rotatedTo, next.lastUsedAt],
+      [null, null, null, null],
+    );
+    const view = await svc.getKey(r.value.id);
+    assert.ok(view.ok);
+    assert.deepEqual([view.value.scopes, view.value.limits], [NARROW, TIGHT]);
+    // A key without restrictions of its own hands over none (null stays null, not []).
+    const plain = await svc.createKey(co, {});
+    assert.ok(plain.ok);
+    const rp = await svc.rotateKey(plain.value.id, {});
+    assert.ok(rp.ok);
+    const np = await store.getKey(rp.value.id);
+    assert.deepEqual([np?.scopes, np?.limits], [null, null]);
+    // The rotate body cannot set restrictions (only PATCH, which needs the admin role, can).
+    for (const body of [{ scopes: null }, { limits: null }, { scopes: WIDE }]) {
+      const bad = await svc.rotateKey(k.value.id, body);
+      assert.equal(bad.ok, false, JSON.stringify(body));
+      assert.equal(bad.ok ? 0 : bad.status, 400);
+    }
+  });
+
+  test('rotation reads the restrictions in the same atomic step that marks the old key rotated', async () => {
+    const store = getStore();
+    const co = `${tag}-rot-cas`;
+    const plain = service(0);
+    assert.ok((await plain.createCompany({ id: co, tier: 'free' })).ok);
+    const withHook = (when: Parameters<typeof interleaved>[1], hook: () => Promise<void>) =>
+      new AdminService({
+        store: interleaved(store, when, hook),
+        tiers: new Set(['free']),
+        maxActiveKeys: 0,
+        rotationAgeDays: 90,
+      });
+
+    // 1. A narrowing PATCH lands after the rotation read the old key and stored the new one, but
+    //    before it marked the old key rotated: the new key gets the narrowed restrictions.
+    const a = await plain.createKey(co, {});
+    assert.ok(a.ok);
+    assert.ok((await plain.updateKey(a.value.id, { scopes: WIDE, limits: LOOSE })).ok);
+    let patched: Awaited<ReturnType<AdminService['updateKey']>> | undefined;
+    const svcA = withHook(
+      (op) => op === 'createKey',
+      async () => {
+        patched = await plain.updateKey(a.value.id, { scopes: NARROW, limits: TIGHT });
+      },
+    );
+    const ra = await svcA.rotateKey(a.value.id, { gracePeriodSeconds: 3600 });
+    assert.ok(ra.ok, JSON.stringify(ra));
+    assert.ok(patched?.ok, `the PATCH before the rotation's commit: ${JSON.stringify(patched)}`);
+    const oldA = await store.getKey(a.value.id);
+    const newA = await store.getKey(ra.value.id);
+    assert.deepEqual([oldA?.scopes, oldA?.limits], [NARROW, TIGHT]);
+    assert.deepEqual(
+      [newA?.scopes, newA?.limits],
+      [NARROW, TIGHT],
+      'the new key is wider than the old key became',
+    );
+
+    // 2. A PATCH that lands right after the old key was marked rotated is refused (409) and
+    //    changes nothing: the old key's restrictions are the ones the new key took over.
+    const b = await plain.createKey(co, {});
+    assert.ok(b.ok);
+    assert.ok((await plain.updateKey(b.value.id, { scopes: WIDE, limits: LOOSE })).ok);
+    let late: Awaited<ReturnType<AdminService['updateKey']>> | undefined;
+    const svcB = withHook(
+      (op, arg) => op === 'updateKey' && 'rotatedTo' in arg,
+      async () => {
+        late = await plain.updateKey(b.value.id, { scopes: NARROW });
+      },
+    );
+    const rb = await svcB.rotateKey(b.value.id, { gracePeriodSeconds: 3600 });
+    assert.ok(rb.ok, JSON.stringify(rb));
+    assert.equal(late?.ok, false, 'a PATCH of a rotated key was applied to it alone');
+    assert.equal(late?.ok === false ? late.status : 0, 409);
+    assert.match(late?.ok === false ? late.details : '', new RegExp(`rotated to ${rb.value.id}`));
+    const oldB = await store.getKey(b.value.id);
+    const newB = await store.getKey(rb.value.id);
+    assert.deepEqual([oldB?.scopes, oldB?.limits], [WIDE, LOOSE], 'the refused PATCH changed the old key');
+    assert.deepEqual([newB?.scopes, newB?.limits], [WIDE, LOOSE]);
+    // The successor is where restrictions change now; other fields of the old key still may.
+    assert.ok((await plain.updateKey(rb.value.id, { scopes: NARROW })).ok);
+    assert.equal((await store.updateKey(b.value.id, { label: 'retiring' }))?.label, 'retiring');
+    assert.deepEqual((await store.updateKey(b.value.id, { limits: null }))?.limits, LOOSE);
+  });
+
+  test('concurrency: a PATCH of scopes racing a rotation never leaves the new key wider than the old key (40 interleavings)', async () => {
+    const store = getStore();
+    const svc = service(0);
+    const co = `${tag}-rot-race`;
+    assert.ok((await svc.createCompany({ id: co, tier: 'free' })).ok);
+    for (let trial = 0; trial < 40; trial++) {
+      const k = await svc.createKey(co, {});
+      assert.ok(k.ok);
+      assert.ok((await svc.updateKey(k.value.id, { scopes: WIDE, limits: LOOSE })).ok);
+      const [patched, rotated] = await Promise.all([
+        jitter().then(() => svc.updateKey(k.value.id, { scopes: NARROW, limits: TIGHT })),
+        jitter().then(() => svc.rotateKey(k.value.id, { gracePeriodSeconds: 3600 })),
+      ]);
+      assert.ok(rotated.ok, `trial ${trial}: ${JSON.stringify(rotated)}`);
+      const old = await store.getKey(k.value.id);
+      const next = await store.getKey(rotated.value.id);
+      assert.ok(old && next);
+      // The PATCH either landed before the rotation (and the new key has it), or it was refused.
+      if (patched.ok) assert.deepEqual([old.scopes, old.limits], [NARROW, TIGHT], `trial ${trial}`);
+      else assert.equal(patched.status, 409, `trial ${trial}: ${patched.details}`);
+      assert.deepEqual(
+        [next.scopes, next.limits],
+        [old.scopes, old.limits],
+        `trial ${trial}: the new key's restrictions differ from the old key's final ones`,
+      );
+    }
+  });
 
   test('concurrency: concurrent PATCHes of different fields all apply, each with its own exact before/after', async () => {
     const store = getStore();
