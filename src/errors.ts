@@ -104,6 +104,11 @@ export const ERRORS = {
   },
   ADMIN_NOT_FOUND: { status: 404, error: 'Not Found', details: 'No admin route matches this path' },
   ADMIN_UNKNOWN_ID: { status: 404, error: 'Not Found', details: 'Company or key not found' },
+  ADMIN_METHOD_NOT_ALLOWED: {
+    status: 405,
+    error: 'Method Not Allowed',
+    details: 'This admin path does not serve this method; the Allow header lists the methods it does',
+  },
   ADMIN_DUPLICATE_COMPANY: { status: 409, error: 'Conflict', details: 'The company exists already' },
   ADMIN_KEY_CAP_REACHED: {
     status: 409,

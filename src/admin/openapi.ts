@@ -15,6 +15,7 @@ import {
   createdKeySchema,
   errorBodySchema,
   keyViewSchema,
+  readinessSchema,
   rotatedKeySchema,
   type AdminOperation,
 } from './schemas.js';
@@ -50,6 +51,7 @@ function generate(): OpenApiDocument {
     [rotatedKeySchema, registry.register('RotatedKey', rotatedKeySchema)],
     [auditEntrySchema, registry.register('AuditEntry', auditEntrySchema)],
     [errorBodySchema, registry.register('Error', errorBodySchema)],
+    [readinessSchema, registry.register('Readiness', readinessSchema)],
   ]);
   const named = (s: z.ZodTypeAny): z.ZodTypeAny =>
     s instanceof z.ZodArray ? z.array(named(s.element as z.ZodTypeAny)) : (refs.get(s) ?? s);
@@ -60,8 +62,14 @@ function generate(): OpenApiDocument {
       title: 'notify-gateway admin API',
       version: 'v1',
       description:
-        'Companies, keys, audit and metrics, on the admin port. Error answers are `{error, details}`; ' +
-        'each operation names the role it needs in `x-required-role`.',
+        'Companies, keys, audit, metrics and probes, on the admin port. Error answers are `{error, details}` ' +
+        '(docs/errors.md); each operation names the role it needs in `x-required-role` (`none`: no token). ' +
+        'Every request but the probes needs the token first (401). An unknown path is 404 ' +
+        '`ADMIN_NOT_FOUND` for any role. A method a path does not serve, `OPTIONS` included, is 405 ' +
+        '`ADMIN_METHOD_NOT_ALLOWED` with `Allow`. There is no CORS: the console is same-origin, and a ' +
+        'request carrying another `Origin` (a preflight included) is 403 `ADMIN_BROWSER_REQUEST`. ' +
+        'Bodies are `application/json` only (any case, parameters allowed; `application/*+json` is ' +
+        'refused, 415), and an operation that needs a body answers 400 naming what is missing without one.',
     },
     security: [{ adminToken: [] }],
   });
@@ -75,6 +83,8 @@ function routeOf(op: AdminOperation, named: (s: z.ZodTypeAny) => z.ZodTypeAny): 
     operationId: op.operationId,
     summary: op.summary,
     'x-required-role': op.role,
+    // The probes answer without a token (kubelet and load balancers hold no secret).
+    ...(op.role === 'none' ? { security: [] } : {}),
     request: {
       ...(params.length ? { params: z.object(Object.fromEntries(params.map((p) => [p, z.string()]))) } : {}),
       ...(op.query ? { query: op.query } : {}),
@@ -92,7 +102,16 @@ function routeOf(op: AdminOperation, named: (s: z.ZodTypeAny) => z.ZodTypeAny): 
         description: 'Success',
         content: { [op.ok.text ?? 'application/json']: { schema: named(op.ok.schema) } },
       },
-      ...errorResponses([...COMMON_ADMIN_ERRORS, ...op.errors], named(errorBodySchema)),
+      ...Object.fromEntries(
+        (op.answers ?? []).map((a) => [
+          a.status,
+          { description: a.description, content: { 'application/json': { schema: named(a.schema) } } },
+        ]),
+      ),
+      ...errorResponses(
+        op.role === 'none' ? op.errors : [...COMMON_ADMIN_ERRORS, ...op.errors],
+        named(errorBodySchema),
+      ),
     },
   };
   return route;

@@ -9,14 +9,8 @@ import { isStoreOutage } from '../store/types.js';
 import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
-import {
-  adminIdentities,
-  hasRole,
-  identify,
-  requiredRole,
-  type AdminIdentity,
-  type AdminTokenEntry,
-} from './roles.js';
+import { adminIdentities, hasRole, identify, type AdminIdentity, type AdminTokenEntry } from './roles.js';
+import { ADMIN_OPERATIONS, allowedMethods, missingBodyDetails, type AdminOperation } from './schemas.js';
 import { queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
@@ -34,14 +28,16 @@ export interface AdminAppDeps {
   console?: { origin: string | null; host: string; tiers: readonly string[] } | null;
   /** Usage counts for `GET /companies/:id/usage`; null or absent: usage is off (404). */
   usage?: UsageQueryDeps | null;
-  /** Readiness behind the admin port's `/readyz` (omitted: the admin app serves no probes). */
-  ready?: () => Promise<Readiness>;
+  /** Readiness behind the admin port's `/readyz` (the probes are in the OpenAPI document: always served). */
+  ready: () => Promise<Readiness>;
 }
 
 /**
  * The admin API (its own port): companies, keys, audit, and Prometheus `/metrics`. Every route
- * needs `Authorization: Bearer <ADMIN_TOKEN>` when a token is set; bodies are JSON, validated,
- * and answered in the spec's `{error, details}` shape on failure.
+ * but the probes needs `Authorization: Bearer <ADMIN_TOKEN>` when a token is set (401 first), then
+ * its role (403); an unknown path is 404 for any role, a method a path does not serve 405 with
+ * `Allow`. Bodies are JSON, validated, and answered in the spec's `{error, details}` shape on failure.
+ * Every route is one of `ADMIN_OPERATIONS` (the OpenAPI document): registering another throws.
  */
 export function createAdminApp(deps: AdminAppDeps): Express {
   const app = express();
@@ -61,12 +57,19 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     next();
   });
   app.use(createRefuseBrowsers(identities.length ? 'set' : null, consoleOpts));
-  if (deps.ready) app.use(createProbes(deps.ready, identities));
+  addProbes(app, deps.ready, identities);
   app.use(createRequireToken(identities));
-  app.use(createRequireRole());
-  app.use(express.json({ limit: '64kb', strict: true }));
+  app.use(refuseUnservedMethods);
+  app.use(
+    express.json({
+      limit: '64kb',
+      strict: true,
+      // How many bytes the body had: an empty body parses as {}, but is answered as a missing one.
+      verify: (_req, res, buf) => void ((res as unknown as Response).locals.bodyBytes = buf.length),
+    }),
+  );
 
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', guard('get', '/metrics'), async (_req, res) => {
     const m = await deps.readMetrics();
     res.setHeader('Content-Type', m.contentType);
     res.end(m.text);
@@ -88,18 +91,15 @@ function bearerOf(req: { headers: { authorization?: string | undefined } }): str
  * `GET|HEAD /healthz` and `/readyz` on the admin port, before the token check: probes (kubelet,
  * load balancers) cannot hold a secret. With the token (or on a tokenless loopback admin API)
  * `/readyz` answers `{status, checks, degraded}`; without it the status only, as on the public port.
+ * Other methods go on to the token check, then 405.
  */
-function createProbes(
+function addProbes(
+  app: Express,
   ready: () => Promise<Readiness>,
   identities: readonly AdminTokenEntry[],
-): RequestHandler {
-  return async function probes(req, res, next) {
-    if (
-      (req.path !== '/healthz' && req.path !== '/readyz') ||
-      (req.method !== 'GET' && req.method !== 'HEAD')
-    )
-      return next();
-    if (req.path === '/healthz') return void res.json({ status: 'ok' });
+): void {
+  app.get('/healthz', guard('get', '/healthz'), (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', guard('get', '/readyz'), async (req, res, next) => {
     try {
       const r = await ready();
       const detailed = identities.length === 0 || identify(bearerOf(req), identities) !== null;
@@ -110,7 +110,82 @@ function createProbes(
     } catch (err) {
       next(err);
     }
+  });
+}
+
+/**
+ * The handler every route starts with, from its entry in `ADMIN_OPERATIONS` (so its role from
+ * `ADMIN_ROUTE_ROLES`): the role check (403 `ADMIN_FORBIDDEN`), then, for an operation that takes a
+ * body, the body check. A route that is not in the table cannot be registered (this throws), so
+ * the router and the OpenAPI document cannot drift apart, and no route goes unchecked.
+ */
+function guard(method: AdminOperation['method'], path: string): RequestHandler<Record<string, string>> {
+  const op = ADMIN_OPERATIONS.find((o) => o.method === method && o.path === path);
+  if (!op) throw new Error(`admin route ${method.toUpperCase()} ${path} is not in ADMIN_OPERATIONS`);
+  const need = op.role;
+  const missing = op.body ? missingBodyDetails(op.body) : '';
+  return function adminGuard(req, res, next) {
+    if (need !== 'none') {
+      const who = res.locals.admin as AdminIdentity;
+      if (!hasRole(who.role, need))
+        return sendError(
+          res,
+          'ADMIN_FORBIDDEN',
+          `this route needs the ${need} role; this token has ${who.role}`,
+        );
+    }
+    if (op.body) {
+      // The body must be a JSON object. Absent (or empty) where one is required: 400 naming what
+      // is missing (`body: a JSON object is required; id: Required`); an optional one may be absent.
+      const body: unknown = req.body;
+      if (isEmptyBody(req, res)) {
+        if (!op.bodyOptional) return sendError(res, 'ADMIN_INVALID_REQUEST', missing);
+      } else if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        return sendError(res, 'ADMIN_INVALID_REQUEST', 'body: must be a JSON object');
+      }
+    }
+    next();
   };
+}
+
+/** No body was sent, or an empty one (which the JSON parser turns into `{}`). */
+function isEmptyBody(req: express.Request, res: Response): boolean {
+  return req.body === undefined || res.locals.bodyBytes === 0;
+}
+
+/**
+ * A method that a documented path does not serve (`PUT /admin/v1/keys/:keyId`, `OPTIONS` anywhere)
+ * is 405 `ADMIN_METHOD_NOT_ALLOWED` with `Allow`, before Express's own automatic `OPTIONS` answer
+ * (text/plain) can be made; `OPTIONS` on an unknown path is 404 here too. No CORS: the console is
+ * same-origin, and a cross-origin preflight carries `Origin`, refused (403) before this.
+ */
+function refuseUnservedMethods(req: express.Request, res: Response, next: express.NextFunction): void {
+  const allowed = allowedMethods(req.path);
+  if (allowed.includes(req.method)) return next();
+  if (allowed.length > 0) {
+    res.setHeader('Allow', allowed.join(', '));
+    return sendError(res, 'ADMIN_METHOD_NOT_ALLOWED');
+  }
+  if (req.method === 'OPTIONS') return sendError(res, 'ADMIN_NOT_FOUND');
+  next();
+}
+
+/** Whether the request carries a body: a non-zero `Content-Length`, or `Transfer-Encoding`. */
+function hasBody(req: { headers: express.Request['headers'] }): boolean {
+  return req.headers['content-length'] !== undefined
+    ? req.headers['content-length'] !== '0'
+    : req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Whether a `Content-Type` is `application/json`: exactly that media type, in any case, with or
+ * without parameters (`; charset=utf-8`). Not `application/json-patch+json`, `application/jsonx`
+ * or any other `application/*+json`: the admin API parses plain JSON only, so those are 415.
+ */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const semi = contentType.indexOf(';');
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
 }
 
 /**
@@ -130,16 +205,6 @@ function createRequireToken(identities: readonly AdminTokenEntry[]): RequestHand
     }
     res.locals.admin = who;
     next();
-  };
-}
-
-/** 403 `ADMIN_FORBIDDEN` when the caller's role is below the route's (ADMIN_ROUTE_ROLES). */
-function createRequireRole(): RequestHandler {
-  return function requireRole(req, res, next) {
-    const who = res.locals.admin as AdminIdentity;
-    const need = requiredRole(req.method, req.path);
-    if (hasRole(who.role, need)) return next();
-    sendError(res, 'ADMIN_FORBIDDEN', `this route needs the ${need} role; this token has ${who.role}`);
   };
 }
 
@@ -173,11 +238,7 @@ function createRefuseBrowsers(
       return sendError(res, 'ADMIN_BROWSER_REQUEST');
     }
     if (token === null && !isLoopbackHost(req.headers.host)) return sendError(res, 'ADMIN_LOOPBACK_ONLY');
-    const hasBody =
-      req.headers['content-length'] !== undefined
-        ? req.headers['content-length'] !== '0'
-        : req.headers['transfer-encoding'] !== undefined;
-    if (hasBody && !/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
+    if (hasBody(req) && !isJsonMediaType(req.headers['content-type']))
       return sendError(res, 'ADMIN_UNSUPPORTED_MEDIA_TYPE');
     next();
   };
@@ -186,32 +247,41 @@ function createRefuseBrowsers(
 /** The `/admin/v1` routes: each calls the service and answers its result. */
 function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null): express.Router {
   const r = express.Router();
-  r.post('/companies', async (req, res) =>
+  const v1 = (method: AdminOperation['method'], path: string) => guard(method, `${V1}${path}`);
+  r.post('/companies', v1('post', '/companies'), async (req, res) =>
     reply(res, await service.createCompany(req.body, actorOf(res)), 201),
   );
-  r.get('/companies', async (_req, res) => reply(res, await service.listCompanies()));
-  r.get('/companies/:id', async (req, res) => reply(res, await service.getCompany(req.params.id!)));
-  r.patch('/companies/:id', async (req, res) =>
+  r.get('/companies', v1('get', '/companies'), async (_req, res) =>
+    reply(res, await service.listCompanies()),
+  );
+  r.get('/companies/:id', v1('get', '/companies/:id'), async (req, res) =>
+    reply(res, await service.getCompany(req.params.id!)),
+  );
+  r.patch('/companies/:id', v1('patch', '/companies/:id'), async (req, res) =>
     reply(res, await service.updateCompany(req.params.id!, req.body, actorOf(res))),
   );
-  r.post('/companies/:id/keys', async (req, res) =>
-    reply(res, await service.createKey(req.params.id!, req.body ?? {}, actorOf(res)), 201, true),
+  r.post('/companies/:id/keys', v1('post', '/companies/:id/keys'), async (req, res) =>
+    reply(res, await service.createKey(req.params.id!, bodyOrEmpty(req, res), actorOf(res)), 201, true),
   );
-  r.get('/companies/:id/usage', async (req, res) =>
+  r.get('/companies/:id/usage', v1('get', '/companies/:id/usage'), async (req, res) =>
     reply(res, await queryUsage(service, usage, req.params.id!, req.query)),
   );
-  r.get('/companies/:id/keys', async (req, res) => reply(res, await service.listKeys(req.params.id!)));
-  r.get('/keys/:keyId', async (req, res) => reply(res, await service.getKey(req.params.keyId!)));
-  r.patch('/keys/:keyId', async (req, res) =>
+  r.get('/companies/:id/keys', v1('get', '/companies/:id/keys'), async (req, res) =>
+    reply(res, await service.listKeys(req.params.id!)),
+  );
+  r.get('/keys/:keyId', v1('get', '/keys/:keyId'), async (req, res) =>
+    reply(res, await service.getKey(req.params.keyId!)),
+  );
+  r.patch('/keys/:keyId', v1('patch', '/keys/:keyId'), async (req, res) =>
     reply(res, await service.updateKey(req.params.keyId!, req.body, actorOf(res))),
   );
-  r.delete('/keys/:keyId', async (req, res) =>
+  r.delete('/keys/:keyId', v1('delete', '/keys/:keyId'), async (req, res) =>
     reply(res, await service.revokeKey(req.params.keyId!, actorOf(res))),
   );
-  r.post('/keys/:keyId/rotate', async (req, res) =>
-    reply(res, await service.rotateKey(req.params.keyId!, req.body ?? {}, actorOf(res)), 201, true),
+  r.post('/keys/:keyId/rotate', v1('post', '/keys/:keyId/rotate'), async (req, res) =>
+    reply(res, await service.rotateKey(req.params.keyId!, bodyOrEmpty(req, res), actorOf(res)), 201, true),
   );
-  r.get('/audit', async (req, res) => {
+  r.get('/audit', v1('get', '/audit'), async (req, res) => {
     const limit: unknown = req.query.limit; // validated by the service: 400 naming `limit`
     const companyId = typeof req.query.companyId === 'string' ? req.query.companyId : undefined;
     reply(
@@ -222,8 +292,15 @@ function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null):
       }),
     );
   });
-  r.get('/openapi.json', (_req, res) => void res.json(adminOpenApiDocument()));
+  r.get('/openapi.json', v1('get', '/openapi.json'), (_req, res) => void res.json(adminOpenApiDocument()));
   return r;
+}
+
+const V1 = '/admin/v1';
+
+/** An optional body: what was sent, or `{}` when nothing (or nothing but an empty body) was. */
+function bodyOrEmpty(req: express.Request, res: Response): unknown {
+  return isEmptyBody(req, res) ? {} : (req.body as unknown);
 }
 
 /** Thrown errors become registry answers; store outages and bugs are also logged (masked message). */

@@ -216,6 +216,21 @@ export const usageReportSchema = z
 /** Every error answer: the spec's `{error, details}` (src/errors.ts). */
 export const errorBodySchema = z.object({ error: z.string(), details: z.string() }).strict();
 
+/** `GET /healthz`: the process is alive (never depends on Redis). */
+export const healthSchema = z.object({ status: z.literal('ok') }).strict();
+
+/**
+ * `GET /readyz` (src/observability/readiness.ts): `checks` and `degraded` only with a valid admin
+ * token (or on a tokenless loopback admin API); without one the status only, as on the public port.
+ */
+export const readinessSchema = z
+  .object({
+    status: z.enum(['ready', 'degraded', 'starting', 'draining', 'not ready']),
+    checks: z.record(z.string()).optional(),
+    degraded: z.array(z.string()).optional(),
+  })
+  .strict();
+
 // ---- operations
 
 /**
@@ -232,16 +247,30 @@ export interface AdminOperation {
   path: string;
   operationId: string;
   summary: string;
-  role: AdminRole;
+  /** `none`: served before the token check (the probes); else from `ADMIN_ROUTE_ROLES`. */
+  role: AdminRole | 'none';
   /** The JSON body's schema; the body may be absent when `bodyOptional`. */
   body?: z.ZodTypeAny;
   bodyOptional?: boolean;
   query?: z.AnyZodObject;
   /** The success status and its JSON schema (`text` for a plain-text answer). */
   ok: { status: number; schema: z.ZodTypeAny; text?: string };
+  /** Other answers that are not registry errors (`/readyz` 503 with its readiness body). */
+  answers?: readonly { status: number; description: string; schema: z.ZodTypeAny }[];
   /** Registry codes this operation answers besides those of every admin request. */
   errors: readonly ErrorCode[];
 }
+
+/**
+ * Answers of the probes, which need no token: a browser, a non-loopback `Host` without a token, a
+ * body that is not JSON, a failed check.
+ */
+export const PROBE_ERRORS: readonly ErrorCode[] = [
+  'ADMIN_BROWSER_REQUEST',
+  'ADMIN_LOOPBACK_ONLY',
+  'ADMIN_UNSUPPORTED_MEDIA_TYPE',
+  'INTERNAL',
+];
 
 /** Answers any admin request can get: no token, a browser, a body that is not JSON, outages. */
 export const COMMON_ADMIN_ERRORS: readonly ErrorCode[] = [
@@ -263,6 +292,32 @@ const V1 = '/admin/v1';
 /** Every admin API route, in the router's order; each one's role comes from `ADMIN_ROUTE_ROLES`. */
 export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
   [
+    {
+      method: 'get',
+      path: '/healthz',
+      operationId: 'getHealth',
+      summary: 'Liveness probe; no token needed (never depends on Redis)',
+      role: 'none',
+      ok: { status: 200, schema: healthSchema },
+      errors: PROBE_ERRORS,
+    },
+    {
+      method: 'get',
+      path: '/readyz',
+      operationId: 'getReadiness',
+      summary:
+        'Readiness probe; no token needed. With a valid token it adds `checks` and `degraded` (503: starting, draining, or cannot serve)',
+      role: 'none',
+      ok: { status: 200, schema: readinessSchema },
+      answers: [
+        {
+          status: 503,
+          description: 'Not ready: starting, draining, or cannot serve',
+          schema: readinessSchema,
+        },
+      ],
+      errors: PROBE_ERRORS,
+    },
     {
       method: 'get',
       path: '/metrics',
@@ -400,7 +455,11 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       errors: [],
     },
   ] satisfies AdminOperation[]
-).map((op) => ({ ...op, role: requiredRole(op.method.toUpperCase(), op.path) }));
+).map((op) => ({
+  ...op,
+  // The probes are served before the token check; every other role comes from ADMIN_ROUTE_ROLES.
+  role: op.role === 'none' ? op.role : requiredRole(op.method.toUpperCase(), op.path),
+}));
 
 /** The operation serving `method` on a concrete path (no query), or undefined. */
 export function findAdminOperation(method: string, path: string): AdminOperation | undefined {
@@ -408,7 +467,35 @@ export function findAdminOperation(method: string, path: string): AdminOperation
   return ADMIN_OPERATIONS.find((op) => op.method === m && pathPattern(op.path).test(path));
 }
 
+/**
+ * The methods served on a concrete path (`HEAD` with `GET`), for `Allow`; empty for an unknown path.
+ * Matched as Express matches: any case, one optional trailing slash.
+ */
+export function allowedMethods(path: string): string[] {
+  const methods = new Set<string>();
+  for (const op of ADMIN_OPERATIONS) {
+    if (!pathPattern(op.path).test(path)) continue;
+    methods.add(op.method.toUpperCase());
+    if (op.method === 'get') methods.add('HEAD');
+  }
+  return [...methods];
+}
+
+/**
+ * What a request without a body (or with an empty one) misses, in the service's words: `body: a
+ * JSON object is required`, then what the operation's schema requires (`id: Required`, or "at
+ * least one of ..."), so the answer names the fields as any other validation error does.
+ */
+export function missingBodyDetails(schema: z.ZodTypeAny): string {
+  const r = schema.safeParse({});
+  const needs = r.success
+    ? []
+    : r.error.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message));
+  return ['body: a JSON object is required', ...needs].join('; ');
+}
+
+/** Express's matching of a route path: `:name` is one segment; any case; an optional trailing slash. */
 function pathPattern(expressPath: string): RegExp {
   const escaped = expressPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+');
-  return new RegExp(`^${escaped}$`);
+  return new RegExp(`^${escaped}/?$`, 'i');
 }

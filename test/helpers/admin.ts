@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { adminOpenApiDocument } from '../../src/admin/openapi.js';
-import { errorBodySchema, findAdminOperation } from '../../src/admin/schemas.js';
+import { ADMIN_OPERATIONS, errorBodySchema, findAdminOperation } from '../../src/admin/schemas.js';
 import type { AdminService, CreatedKey } from '../../src/admin/service.js';
 import { ADMIN_TOKEN } from './gateway.js';
 
@@ -94,10 +94,19 @@ export function assertDocumentedAnswer(
 ): void {
   documentChecks.count++;
   const where = `${method} ${path} → ${reply.status}`;
-  const op = findAdminOperation(method, path.split('?')[0]!);
+  const head = method.toUpperCase() === 'HEAD';
+  const op = findAdminOperation(head ? 'GET' : method, path.split('?')[0]!);
   if (!op) {
     assert.ok(reply.status >= 400, `${where}: a success from no documented operation`);
     assert.ok(errorBodySchema.safeParse(reply.body).success, `${where}: not an {error, details} body`);
+    assert.equal(reply.headers.get('content-type')?.split(';')[0], 'application/json', where);
+    // A method a documented path does not serve: 405 naming the methods it does (the document's).
+    if (reply.status === 405) {
+      const served = ADMIN_OPERATIONS.filter(
+        (o) => findAdminOperation(o.method, path.split('?')[0]!) === o,
+      ).flatMap((o) => (o.method === 'get' ? ['GET', 'HEAD'] : [o.method.toUpperCase()]));
+      assert.deepEqual(reply.headers.get('allow')?.split(', ').sort(), served.sort(), `${where}: Allow`);
+    }
     return;
   }
   const docPath = op.path.replace(/:([A-Za-z]+)/g, '{$1}');
@@ -105,8 +114,10 @@ export function assertDocumentedAnswer(
   assert.ok(documented, `${where}: the OpenAPI document lists no such answer for ${op.operationId}`);
   const mediaType = Object.keys((documented as { content?: object }).content ?? {})[0] ?? '';
   assert.equal(reply.headers.get('content-type')?.split(';')[0], mediaType.split(';')[0], where);
+  if (head) return; // GET's status and headers, without a body
   const ok = reply.status === op.ok.status;
-  const schema = ok ? op.ok.schema : errorBodySchema;
+  const other = op.answers?.find((a) => a.status === reply.status);
+  const schema = ok ? op.ok.schema : (other?.schema ?? errorBodySchema);
   const r = schema.safeParse(ok && op.ok.text ? reply.text : reply.body);
   assert.ok(r.success, `${where}: the body does not match the document: ${r.error?.message}`);
 }

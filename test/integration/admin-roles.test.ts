@@ -96,11 +96,18 @@ describe('admin identities and roles', () => {
     assert.equal((await as.legacy('POST', '/admin/v1/companies', { id: 'by-legacy' })).status, 201);
   });
 
-  test('an unknown token is 401; an unknown route needs admin (fail closed)', async () => {
+  test('an unknown token is 401; an unknown route is 404 for every role, and opens nothing', async () => {
     const r = await adminApi(t.adminPort, 'nope-0123456789abcdef0123')('GET', '/admin/v1/companies');
     assert.equal(r.status, 401);
-    assert.equal((await as.reader('GET', '/admin/v1/nothing-here')).status, 403);
-    assert.equal((await as.root('GET', '/admin/v1/nothing-here')).status, 404);
+    for (const who of ['reader', 'keyops', 'root', 'legacy'] as const) {
+      assert.equal((await as[who]('GET', '/admin/v1/nothing-here')).status, 404, who);
+      assert.equal((await as[who]('POST', '/admin/v1/nothing-here', {})).status, 404, who);
+    }
+    // The role is the matched route's, whatever the spelling Express accepts (case, trailing slash).
+    for (const path of ['/ADMIN/V1/COMPANIES', '/admin/v1/companies/']) {
+      assert.equal((await as.keyops('POST', path, { id: 'by-keyops' })).status, 403, path);
+    }
+    assert.equal(await t.gw.store.getCompany('by-keyops'), null);
   });
 
   test('every audit entry names its actor: the token name', async () => {

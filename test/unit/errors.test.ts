@@ -22,13 +22,13 @@ describe('error registry', () => {
       assert.equal(Number(ERRORS[code as keyof typeof ERRORS].status), Number(status), `${code}: status`);
     }
   });
-  test('the admin API statuses each have a code: 400, 401, 403, 404, 409, 413, 415, 500, 503', () => {
+  test('the admin API statuses each have a code: 400, 401, 403, 404, 405, 409, 413, 415, 500, 503', () => {
     const statuses = new Set<number>(Object.values(ERRORS).map((e) => e.status));
-    for (const s of [400, 401, 403, 404, 409, 413, 415, 500, 503]) assert.ok(statuses.has(s), String(s));
+    for (const s of [400, 401, 403, 404, 405, 409, 413, 415, 500, 503]) assert.ok(statuses.has(s), String(s));
     const admin = Object.keys(ERRORS).filter((c) => c.startsWith('ADMIN_'));
     assert.deepEqual(
       [...new Set(admin.map((c) => ERRORS[c as keyof typeof ERRORS].status))].sort(),
-      [400, 401, 403, 404, 409, 413, 415],
+      [400, 401, 403, 404, 405, 409, 413, 415],
     );
   });
   test('bodies have exactly the spec shape', () => {

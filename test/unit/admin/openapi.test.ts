@@ -26,12 +26,13 @@ function buildAdminApp() {
     token: ADMIN_TOKEN,
     readMetrics: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '# none\n' }),
     logger: createLogger({ level: 'silent' }),
+    ready: async () => ({ ok: true, status: 'ready', checks: { store: 'ok' }, degraded: [] }),
   });
 }
 
 interface StackLayer {
   rawPath?: string;
-  route?: { path: string; methods: Record<string, boolean> };
+  route?: { path: string; methods: Record<string, boolean>; stack: { name: string }[] };
   handle: { stack?: StackLayer[] };
 }
 
@@ -69,6 +70,8 @@ describe('the admin API OpenAPI document', () => {
         if (op) roles[`${m} ${path}`] = String(op['x-required-role']);
       }
     assert.deepEqual(roles, {
+      'get /healthz': 'none',
+      'get /readyz': 'none',
       'get /metrics': 'read',
       'post /admin/v1/companies': 'admin',
       'get /admin/v1/companies': 'read',
@@ -90,18 +93,46 @@ describe('the admin API OpenAPI document', () => {
     };
     assert.equal(create.content['application/json']!.schema.additionalProperties, false);
     assert.deepEqual(create.content['application/json']!.schema.required, ['id']);
+    // The probes need no token; everything else inherits the document's bearer requirement.
+    assert.deepEqual(doc.paths?.['/healthz']?.get?.security, []);
+    assert.deepEqual(doc.paths?.['/readyz']?.get?.security, []);
+    assert.equal(doc.paths?.['/metrics']?.get?.security, undefined);
+    assert.deepEqual(doc.security, [{ adminToken: [] }]);
+    assert.deepEqual(Object.keys(doc.paths?.['/readyz']?.get?.responses ?? {}).sort(), [
+      '200',
+      '403',
+      '415',
+      '500',
+      '503',
+    ]);
   });
 
   test('every route the Express admin app serves is in the document, and nothing else', () => {
     const app = buildAdminApp() as unknown as { router: { stack: StackLayer[] } };
     const served = servedRoutes(app.router.stack);
-    assert.ok(served.length >= 12, served.join(', '));
+    assert.ok(served.length >= 16, served.join(', '));
+    for (const probe of ['get /healthz', 'get /readyz', 'get /metrics'])
+      assert.ok(served.includes(probe), probe);
     assert.deepEqual([...served].sort(), [...documentedRoutes()].sort());
     assert.deepEqual(
       ADMIN_OPERATIONS.map((op) => `${op.method} ${op.path}`),
       served,
       'the operation table lists the routes in the router order',
     );
+  });
+
+  test('every route starts with the guard (role, then body), so none goes unchecked', () => {
+    const app = buildAdminApp() as unknown as { router: { stack: StackLayer[] } };
+    const firsts: string[] = [];
+    const walk = (stack: StackLayer[]) => {
+      for (const layer of stack) {
+        if (layer.route) firsts.push(layer.route.stack[0]!.name);
+        else if (layer.handle.stack) walk(layer.handle.stack);
+      }
+    };
+    walk(app.router.stack);
+    assert.equal(firsts.length, ADMIN_OPERATIONS.length);
+    assert.deepEqual(new Set(firsts), new Set(['adminGuard']));
   });
 
   describe('served at GET /admin/v1/openapi.json', () => {
@@ -144,7 +175,12 @@ describe('the admin API OpenAPI document', () => {
       assert.equal((await api('GET', '/metrics')).status, 200);
       assert.equal((await api('POST', '/admin/v1/companies', undefined, '{not json')).status, 400);
       assert.equal((await api('GET', '/admin/v1/nothing-here')).status, 404);
-      assert.equal(documentChecks.count - before, 17);
+      assert.equal((await api('GET', '/healthz')).status, 200);
+      assert.equal((await api('GET', '/readyz')).status, 200);
+      assert.equal((await adminApi(port, null)('GET', '/readyz')).status, 200);
+      assert.equal((await api('PUT', '/admin/v1/companies')).status, 405);
+      assert.equal((await api('OPTIONS', '/admin/v1/companies')).status, 405);
+      assert.equal(documentChecks.count - before, 22);
     });
   });
 

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminErrorCode, isLoopbackName } from '../../../src/admin/router.js';
+import { adminErrorCode, isJsonMediaType, isLoopbackName } from '../../../src/admin/router.js';
+import {
+  allowedMethods,
+  companyCreateSchema,
+  keyCreateSchema,
+  keyPatchSchema,
+  missingBodyDetails,
+} from '../../../src/admin/schemas.js';
 import { isStoreOutage } from '../../../src/store/types.js';
 
 describe('admin error mapping', () => {
@@ -77,5 +84,56 @@ describe('isLoopbackName', () => {
     ]) {
       assert.equal(isLoopbackName(name), false, name);
     }
+  });
+});
+
+describe('isJsonMediaType', () => {
+  test('exactly application/json, any case, parameters allowed', () => {
+    for (const t of [
+      'application/json',
+      'APPLICATION/JSON',
+      'application/json; charset=utf-8',
+      'application/json;charset="UTF-8"',
+      ' application/json ; charset=utf-8',
+      'application/json;',
+    ]) {
+      assert.equal(isJsonMediaType(t), true, t);
+    }
+  });
+  test('no other media type, +json and look-alikes included', () => {
+    for (const t of [
+      undefined,
+      '',
+      'application/json-patch+json',
+      'application/merge-patch+json',
+      'application/jsonx',
+      'application/json5',
+      'application/json,text/plain',
+      'text/json',
+      'text/plain; application/json',
+      'json',
+    ]) {
+      assert.equal(isJsonMediaType(t), false, String(t));
+    }
+  });
+});
+
+describe('allowedMethods and missingBodyDetails', () => {
+  test("a path's methods as Express matches it (any case, one trailing slash); none for an unknown path", () => {
+    assert.deepEqual(allowedMethods('/admin/v1/keys/k1'), ['GET', 'HEAD', 'PATCH', 'DELETE']);
+    assert.deepEqual(allowedMethods('/Admin/V1/Companies/'), ['POST', 'GET', 'HEAD']);
+    assert.deepEqual(allowedMethods('/admin/v1/keys/k1/rotate'), ['POST']);
+    assert.deepEqual(allowedMethods('/healthz'), ['GET', 'HEAD']);
+    for (const p of ['/admin/v1/keys', '/admin/v1/keys/k1//', '/admin/v1/companies/a/b', '/admin/v1', '/']) {
+      assert.deepEqual(allowedMethods(p), [], p);
+    }
+  });
+  test('names what the operation requires, after the body sentence', () => {
+    assert.equal(missingBodyDetails(companyCreateSchema), 'body: a JSON object is required; id: Required');
+    assert.equal(
+      missingBodyDetails(keyPatchSchema),
+      'body: a JSON object is required; at least one of scopes, limits is required',
+    );
+    assert.equal(missingBodyDetails(keyCreateSchema), 'body: a JSON object is required');
   });
 });

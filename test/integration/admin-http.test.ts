@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { sha256Hex } from '../../src/admin/roles.js';
+import { createdKeySchema, keyViewSchema } from '../../src/admin/schemas.js';
+import { adminApi, assertDocumentedAnswer, type AdminCall } from '../helpers/admin.js';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { send, sendRaw } from '../helpers/http.js';
+
+const TOKENS = {
+  reader: 'reader-token-http-0123456789ab',
+  keyops: 'keyops-token-http-0123456789ab',
+  root: ADMIN_TOKEN,
+};
+type Who = keyof typeof TOKENS;
+const EVERY_ROLE: Who[] = ['reader', 'keyops', 'root'];
+
+/** One answer of the admin port, checked against the OpenAPI document like every adminApi answer. */
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: Record<string, unknown> & Record<string, unknown>[];
+}
+
+/** The HTTP semantics of the admin port: bodies, media types, unknown paths and methods, probes. */
+describe('admin API: bodies, media types, unknown paths and methods', () => {
+  let t: TestGateway;
+  let as: Record<Who, AdminCall>;
+  let keyId: string;
+
+  /** A request with full control of the headers and the body (fetch adds no Content-Type). */
+  async function call(
+    method: string,
+    path: string,
+    opts: { who?: Who | null; headers?: Record<string, string>; body?: string } = {},
+  ): Promise<Answer> {
+    const who = opts.who === undefined ? 'root' : opts.who;
+    const res = await fetch(`http://127.0.0.1:${t.adminPort}${path}`, {
+      method,
+      headers: { ...(who ? { Authorization: `Bearer ${TOKENS[who]}` } : {}), ...opts.headers },
+      ...(opts.body !== undefined ? { body: opts.body } : {}),
+    });
+    const text = await res.text();
+    let body: unknown = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = null;
+    }
+    const answer = { status: res.status, headers: res.headers, text, body: body as Answer['body'] };
+    assertDocumentedAnswer(method, path, answer);
+    return answer;
+  }
+
+  /** A request with no body and neither Content-Length nor Transfer-Encoding (curl -X POST). */
+  async function bodiless(method: string, path: string): Promise<{ status: number; body: unknown }> {
+    const raw = await sendRaw(
+      t.adminPort,
+      `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\n` +
+        'Content-Type: application/json\r\nConnection: close\r\n\r\n',
+    );
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]);
+    const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+    assert.match(raw, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i, raw);
+    return { status, body: JSON.parse(text) };
+  }
+
+  before(async () => {
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      keys: { maxActiveKeys: 0 },
+      admin: {
+        tokens: [
+          { name: 'reader', role: 'read', sha256: sha256Hex(TOKENS.reader) },
+          { name: 'keyops', role: 'keys', sha256: sha256Hex(TOKENS.keyops) },
+        ],
+      },
+    });
+    as = {
+      reader: adminApi(t.adminPort, TOKENS.reader),
+      keyops: adminApi(t.adminPort, TOKENS.keyops),
+      root: adminApi(t.adminPort, TOKENS.root),
+    };
+    assert.equal((await as.root('POST', '/admin/v1/companies', { id: 'acme' })).status, 201);
+    const k = await as.root('POST', '/admin/v1/companies/acme/keys', { label: 'one' });
+    assert.equal(k.status, 201, k.text);
+    keyId = String(k.body.id);
+  });
+  after(() => t.close());
+
+  test('a missing or empty body where one is required: 400 naming what is missing', async () => {
+    const companyFields = 'at least one of name, tier, status, apiAccess, scopes, limits is required';
+    const expected: [string, string, string][] = [
+      ['POST', '/admin/v1/companies', 'body: a JSON object is required; id: Required'],
+      ['PATCH', '/admin/v1/companies/acme', `body: a JSON object is required; ${companyFields}`],
+      [
+        'PATCH',
+        `/admin/v1/keys/${keyId}`,
+        'body: a JSON object is required; at least one of scopes, limits is required',
+      ],
+    ];
+    for (const [method, path, details] of expected) {
+      const want = { error: 'Bad Request', details };
+      // No body at all (no Content-Length, no Transfer-Encoding), as `curl -X POST` sends it.
+      assert.deepEqual(await bodiless(method, path), { status: 400, body: want }, `${method} ${path}`);
+      // An empty body (Content-Length: 0), with or without a Content-Type.
+      const empty = await call(method, path, { headers: { 'Content-Type': 'application/json' }, body: '' });
+      assert.deepEqual([empty.status, empty.body], [400, want], `${method} ${path} empty`);
+      const untyped = await call(method, path);
+      assert.deepEqual([untyped.status, untyped.body], [400, want], `${method} ${path} untyped`);
+      // A JSON array is not an object.
+      const list = await as.root(method, path, [{ id: 'acme-2' }]);
+      assert.deepEqual(
+        [list.status, list.body],
+        [400, { error: 'Bad Request', details: 'body: must be a JSON object' }],
+      );
+      // An explicit {} is validated as any other body: the field, without the body sentence.
+      const obj = await as.root(method, path, {});
+      assert.equal(obj.status, 400);
+      assert.equal(obj.body.details, details.replace('body: a JSON object is required; ', ''));
+    }
+    // The bodies of key create and rotate are optional: absent means {}.
+    const created = await bodiless('POST', '/admin/v1/companies/acme/keys');
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const newId = (created.body as { id: string }).id;
+    const rotated = await call('POST', `/admin/v1/keys/${newId}/rotate`);
+    assert.equal(rotated.status, 201, rotated.text);
+    const list = await as.root('POST', '/admin/v1/companies/acme/keys', []);
+    assert.deepEqual([list.status, list.body.details], [400, 'body: must be a JSON object']);
+    // Nothing was changed by a refused request.
+    const companies = await as.root('GET', '/admin/v1/companies');
+    assert.deepEqual(
+      companies.list.map((c) => c.id),
+      ['acme'],
+    );
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.status, 'active');
+  });
+
+  test('only application/json is read: any other media type is 415, never a silent "Required"', async () => {
+    const json = '{"id":"typed-co"}';
+    for (const type of [
+      'application/json-patch+json',
+      'application/merge-patch+json',
+      'application/vnd.api+json',
+      'application/jsonx',
+      'application/json-seq',
+      'application/json5',
+      'text/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/json; charset=latin-9', // a charset it does not decode
+      'json',
+      '',
+    ]) {
+      const r = await call('POST', '/admin/v1/companies', { headers: { 'Content-Type': type }, body: json });
+      assert.deepEqual(
+        [r.status, r.body],
+        [415, { error: 'Unsupported Media Type', details: 'Content-Type must be application/json' }],
+        type,
+      );
+    }
+    // Before the role check is reached, whatever the path or the role.
+    const patch = await call('PATCH', `/admin/v1/keys/${keyId}`, {
+      who: 'reader',
+      headers: { 'Content-Type': 'application/json-patch+json' },
+      body: '[{"op":"remove","path":"/scopes"}]',
+    });
+    assert.equal(patch.status, 415);
+    assert.equal((await as.root('GET', '/admin/v1/companies/typed-co')).status, 404, 'nothing was created');
+    // The exact media type, in any case, with parameters.
+    let n = 0;
+    for (const type of [
+      'application/json',
+      'APPLICATION/JSON',
+      'Application/Json; charset=utf-8',
+      'application/json;charset="UTF-8"',
+      ' application/json ; charset=utf-8',
+    ]) {
+      const r = await call('POST', '/admin/v1/companies', {
+        headers: { 'Content-Type': type },
+        body: JSON.stringify({ id: `typed-${++n}` }),
+      });
+      assert.equal(r.status, 201, `${type}: ${r.text}`);
+    }
+  });
+
+  test('an unknown admin path is 404 for every role, 401 without a token', async () => {
+    for (const path of [
+      '/admin/v1/nothing-here',
+      '/admin/v1/companies/acme/nothing',
+      '/admin/v2/companies',
+      '/x',
+    ]) {
+      for (const who of EVERY_ROLE) {
+        for (const method of ['GET', 'POST', 'DELETE']) {
+          const r = await as[who](method, path, method === 'POST' ? {} : undefined);
+          assert.deepEqual(
+            [r.status, r.body],
+            [404, { error: 'Not Found', details: 'No admin route matches this path' }],
+            `${who} ${method} ${path}`,
+          );
+        }
+      }
+      const anon = await call('GET', path, { who: null });
+      assert.equal(anon.status, 401, path);
+      assert.equal(anon.headers.get('www-authenticate'), 'Bearer realm="notify-gateway-admin"');
+    }
+    // A known route still needs its role: unknown paths opened nothing.
+    assert.equal((await as.reader('POST', '/admin/v1/companies', { id: 'by-reader' })).status, 403);
+  });
+
+  test('a method a path does not serve, OPTIONS included: 405 JSON with Allow, for every role', async () => {
+    const cases: [string, string, string][] = [
+      ['PUT', `/admin/v1/keys/${keyId}`, 'GET, HEAD, PATCH, DELETE'],
+      ['OPTIONS', `/admin/v1/keys/${keyId}`, 'GET, HEAD, PATCH, DELETE'],
+      ['OPTIONS', '/admin/v1/companies', 'POST, GET, HEAD'],
+      ['DELETE', '/admin/v1/companies', 'POST, GET, HEAD'],
+      ['PUT', '/admin/v1/companies/acme', 'GET, HEAD, PATCH'],
+      ['GET', `/admin/v1/keys/${keyId}/rotate`, 'POST'],
+      ['OPTIONS', '/admin/v1/openapi.json', 'GET, HEAD'],
+      ['POST', '/metrics', 'GET, HEAD'],
+      ['OPTIONS', '/healthz', 'GET, HEAD'],
+      ['POST', '/readyz', 'GET, HEAD'],
+      // Express matches paths in any case and with a trailing slash: so does the 405.
+      ['OPTIONS', '/ADMIN/V1/COMPANIES', 'POST, GET, HEAD'],
+      ['OPTIONS', '/admin/v1/companies/', 'POST, GET, HEAD'],
+    ];
+    for (const who of EVERY_ROLE) {
+      for (const [method, path, allow] of cases) {
+        const r = await call(method, path, { who });
+        assert.equal(r.status, 405, `${who} ${method} ${path}: ${r.text}`);
+        assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);
+        assert.match(r.headers.get('content-type') ?? '', /^application\/json; charset=utf-8$/);
+        assert.deepEqual(r.body, {
+          error: 'Method Not Allowed',
+          details: 'This admin path does not serve this method; the Allow header lists the methods it does',
+        });
+      }
+    }
+    // Unauthenticated: 401 first, whatever the method.
+    for (const [method, path] of cases) assert.equal((await call(method, path, { who: null })).status, 401);
+    // OPTIONS on an unknown path: 404, JSON too.
+    const nowhere = await call('OPTIONS', '/admin/v1/nothing-here');
+    assert.equal(nowhere.status, 404);
+    // No CORS: a cross-origin preflight carries Origin and is refused, without Access-Control-*.
+    const preflight = await call('OPTIONS', '/admin/v1/companies', {
+      who: null,
+      headers: {
+        Origin: 'https://console.example',
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'authorization, content-type',
+      },
+    });
+    assert.equal(preflight.status, 403);
+    assert.equal(preflight.body.details, 'The admin API does not serve browser requests');
+    for (const [name] of preflight.headers) assert.doesNotMatch(name, /^access-control-/, name);
+    // The methods that are served still work, HEAD included.
+    assert.equal((await call('HEAD', '/admin/v1/companies')).status, 200);
+    assert.equal((await as.reader('GET', '/admin/v1/companies/')).status, 200);
+  });
+
+  test('the probes on the admin port need no token and answer as documented', async () => {
+    for (const who of [null, 'reader'] as const) {
+      const health = await call('GET', '/healthz', { who });
+      assert.deepEqual([health.status, health.body], [200, { status: 'ok' }]);
+      const ready = await call('GET', '/readyz', { who });
+      assert.equal(ready.status, 200);
+      assert.equal(ready.body.status, 'ready');
+      assert.equal('checks' in ready.body, who !== null, 'details with a token only');
+    }
+    const head = await send(t.adminPort, '/readyz', { method: 'HEAD' });
+    assert.equal(head.status, 200);
+  });
+
+  test("README's key fields are the API's: list, read and create answers", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const fieldsOf = (row: string | undefined) =>
+      new Set(/\{([a-zA-Z, ]+)\}/.exec(row ?? '')?.[1]?.split(', ') ?? []);
+    const listRow = readme.split('\n').find((l) => l.startsWith('| `GET /admin/v1/companies/:id/keys`'));
+    assert.deepEqual(fieldsOf(listRow), new Set(Object.keys(keyViewSchema.shape)), listRow);
+    const createRow = readme.split('\n').find((l) => l.startsWith('| `POST /admin/v1/companies/:id/keys`'));
+    const createAnswer = /create \(201\) `\{([a-zA-Z, ]+)\}`/.exec(createRow ?? '')?.[1]?.split(', ');
+    assert.deepEqual(new Set(createAnswer), new Set(Object.keys(createdKeySchema.shape)), createRow);
+  });
+});
