@@ -402,3 +402,79 @@ describe('URL key guard: edges of the caps and of decoding', () => {
     });
   });
 });
+
+describe('URL key guard: exact edges of names, key shapes and the decoding budget', () => {
+  const body = `${'A1b2C3d4E5'.repeat(3)}abcdefgh`; // 38 base62
+  const guard = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS, {
+    maxParams: 4,
+    maxPathSegments: 3,
+    methodOverrideParams: ['_method', 'x-http-method-override'],
+  });
+
+  test('a leading ".", "-" or "_" marks a method override; a separator before another name does not', () => {
+    for (const u of ['/a?.method=PUT', '/a?-METHOD=PUT', '/a?_Method=PUT'])
+      assert.equal(guard(u).methodOverride, true, u);
+    for (const u of ['/a?_page=2', '/a?-=1', '/a?.x-http=1', '/a?_=DELETE'])
+      assert.deepEqual(guard(u), { found: false }, u);
+  });
+
+  test('a name longer than every configured name never matches, even when it starts with one', () => {
+    const one = createUrlKeyGuard(['api_key']);
+    assert.deepEqual(one('/a?api_key=1'), { found: true, candidates: ['1'] });
+    for (const u of ['/a?api_keys=1', '/a?apikeyx=1', '/a?api_key_id=1', '/a?API-KEY-2=1'])
+      assert.deepEqual(one(u), { found: false }, u);
+  });
+
+  test('the two non-ASCII characters whose lowercase form is a letter: Kelvin sign and dotted capital I', () => {
+    assert.equal(normaliseParamName('api_\u212Aey'), 'apikey');
+    assert.equal(normaliseParamName('AP\u0130_KEY'), 'apikey');
+    assert.deepEqual(check('/a?api_%E2%84%AAey=1'), { found: true, candidates: ['1'] });
+    assert.deepEqual(check('/a?ap%C4%B0_key=1'), { found: true, candidates: ['1'] });
+    assert.deepEqual(check('/a?ap%C3%8E_key=1'), { found: false }, 'another accented capital is dropped');
+  });
+
+  test('empty pieces name nothing, even with a configured name made only of separators', () => {
+    const dashes = createUrlKeyGuard(['-']);
+    for (const u of ['/a?p&&q', '/a?&', '/a;p;;q', '/a;/b']) assert.deepEqual(dashes(u), { found: false }, u);
+  });
+
+  test('key shapes at the edges of the environment: 2 and 16 characters, digits 0 and 9, Z', () => {
+    for (const k of [
+      `nk_ab_${body}`, // the shortest key shape: 44 characters, found as a whole value
+      `nk_abcdefghijklmnop_${body}`, // the longest environment
+      `nk_v09z_${body}`,
+      `NK_V09Z_${body}`,
+      `NK_ZZ_${body.toUpperCase()}`,
+    ]) {
+      assert.deepEqual(check(`/a?q=${k}`), { found: true, candidates: [k] }, k);
+      assert.deepEqual(check(`/${k}`), { found: true, candidates: [k] }, k);
+    }
+  });
+
+  test('not key shapes: an environment starting with a digit, anything but "_" after "nk"', () => {
+    for (const s of [
+      `nk_1abc_${body}`,
+      `nk_9_${body}`,
+      `nk-live_${body}`,
+      `nk.live_${body}`,
+      `nkXlive_${body}`,
+    ])
+      for (const u of [`/a?q=${s}`, `/${s}`]) assert.deepEqual(check(u), { found: false }, u);
+  });
+
+  test('over the matrix-parameter cap, a plain key in the path is reported once', () => {
+    const k = generateApiKey('live');
+    assert.deepEqual(guard(`/a/${k};p;p;p;p;p`), { found: true, candidates: [k], overLimit: true });
+    assert.deepEqual(guard(`/a/${k};p;p;p;p;p?q=1`), { found: true, candidates: [k], overLimit: true });
+  });
+
+  test('the decoding budget: 2 characters per URL character plus 2048, each round charged its length plus 8', () => {
+    // `/a?q=%252541` + p × `x`: the value takes 3 rounds, of 7 + p, 5 + p and 3 + p characters, so
+    // it is charged 39 + 3p against a budget of 2 × (12 + p) + 2048: it fits exactly at p = 2033.
+    const url = (p: number) => `/a?q=%252541${'x'.repeat(p)}`;
+    assert.deepEqual(check(url(2033)), { found: false });
+    assert.deepEqual(check(url(2034)), { found: true, candidates: [], undecided: true });
+    // A key-named parameter past the budget: undecided, its value still reported as far as decoded.
+    assert.equal(check(`/a?api_key=%252541${'x'.repeat(2034)}`).found, true);
+  });
+});

@@ -387,3 +387,68 @@ describe('isSafeRequestPath: dot segments behind any number of decodings (B2)', 
     );
   });
 });
+
+describe('isSafeRequestPath: the round-by-round decoding, at its edges', () => {
+  /** `s` with every `%` encoded again until it takes `depth` decodings to show `s`'s characters. */
+  const nest = (s: string, depth: number) => s.replaceAll('%', `%${'25'.repeat(depth - 1)}`);
+
+  test('escapes close to a refused one are data at every depth up to 8, alone or next to double encoding', () => {
+    // Near %5c (backslash), %c0/%c1 and %e0%8x/%f0%8x (overlong): `P`, `]`, `é`, valid 3- and
+    // 4-byte sequences, a lone continuation byte.
+    for (const esc of [
+      '%50',
+      '%5D',
+      '%c3%a9',
+      '%C2%A0',
+      '%e0%a0%80',
+      '%f0%90%80%80',
+      '%f1%80%80%80',
+      '%a0%80',
+    ])
+      for (let depth = 1; depth <= 8; depth++) {
+        const p = `/notify/v1/a${nest(esc, depth)}b`;
+        assert.equal(isSafeRequestPath(p), true, p);
+      }
+    for (const esc of ['%50', '%a0%80', '%f1%80%80%80'])
+      assert.equal(isSafeRequestPath(`/notify/v1/a${esc}b%2520c`), true, `${esc} with %2520`);
+  });
+
+  test('a "/" or ";" still encoded in a later decoded form is refused (an upstream decoding on would split there)', () => {
+    for (const esc of ['%2f', '%2F', '%3b', '%3B'])
+      for (let depth = 3; depth <= 8; depth++) {
+        const p = `/notify/v1/a${nest(esc, depth)}b`;
+        assert.equal(isSafeRequestPath(p), false, p);
+      }
+  });
+
+  test('a dot segment ended by "?" or "#", encoded any number of times up to 8, is refused', () => {
+    for (const end of ['%3f', '%3F', '%23'])
+      for (let depth = 1; depth <= 8; depth++) {
+        const p = `/notify/v1/..${nest(end, depth)}/admin`;
+        assert.equal(isSafeRequestPath(p), false, p);
+      }
+    assert.equal(isSafeRequestPath(`/notify/v1/..x${nest('%3f', 3)}/admin`), true, 'not a dot segment');
+  });
+
+  test('a literal "%" that no decoding changes does not stop the rounds from accepting', () => {
+    assert.equal(isSafeRequestPath('/notify/v1/%25252541/100%'), true);
+    assert.equal(isSafeRequestPath('/notify/v1/%25252541/%zz'), true);
+    // After the 8th decoding a "%" followed by one hex digit is no escape.
+    assert.equal(isSafeRequestPath(`/notify/v1/${nest('%78', 8)}%5z`), true);
+    assert.equal(isSafeRequestPath(`/notify/v1/${nest('%78', 8)}${nest('%5a', 9)}`), false);
+  });
+
+  test('decoded on only through %25 chains: a new escape made another way is refused', () => {
+    // `%25%2531a` decodes to `%%31a`, then to `%1a`: an escape that was not there.
+    assert.equal(isSafeRequestPath('/notify/v1/%25%2531a'), false);
+    assert.equal(isSafeRequestPath('/notify/v1/%25%2575002e'), false);
+  });
+
+  test('decoded on in paths of up to 2048 characters exactly', () => {
+    const tail = `/${nest('%41', 3)}`;
+    const of = (length: number) => `/notify/v1/${'a'.repeat(length - 11 - tail.length)}${tail}`;
+    assert.equal(of(2048).length, 2048);
+    assert.equal(isSafeRequestPath(of(2048)), true);
+    assert.equal(isSafeRequestPath(of(2049)), false);
+  });
+});
