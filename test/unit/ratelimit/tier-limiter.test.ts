@@ -608,11 +608,11 @@ describe('TierRateLimiter with Redis: leases per subject, close, insurance detai
     }
     assert.equal(first.source, 'insurance');
     await primaryAgain(l);
-    // Until T + 2 s: not asked of Redis, even with other windows now (a new limit does not
-    // lengthen the stay, nor start a new one).
+    // Until T + 2 s: not asked of Redis, also with other windows (a new limit, here without the
+    // 2 s window, does not lengthen the stay to its own shortest window).
     clock.t = T + 1999;
-    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'insurance');
     assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty, two] })).source, 'insurance');
+    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'insurance');
     clock.t = T + 2000;
     assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'primary');
     assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'primary');
