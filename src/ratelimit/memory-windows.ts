@@ -49,6 +49,11 @@ export class MemoryWindowLimiter {
     };
   }
 
+  /** Counters held, ended ones included until swept (the table's memory, bounded by the sweep). */
+  get size(): number {
+    return this.counters.size;
+  }
+
   /** Counts one request in every window whether or not it has room (admitted elsewhere). */
   add(windows: readonly MemoryWindow[], now: number): void {
     if (this.counters.size >= this.maxCounters) this.sweep(now);

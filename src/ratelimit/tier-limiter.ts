@@ -69,6 +69,8 @@ export interface TierLimiterOptions {
    * window. Default 1.
    */
   instances?: number;
+  /** Wall clock, ms (tests). Default `Date.now`. */
+  now?: () => number;
 }
 
 /** A window with its owner and counter name. */
@@ -117,9 +119,10 @@ export class TierRateLimiter {
   private readonly shared: LeaseLimiter | null;
   private readonly memory = new MemoryWindowLimiter();
   private readonly insurance = createInsuranceLimiter();
-  /** Subjects on the insurance, until Date.now() ms (see the class comment). */
+  /** Subjects on the insurance, until `now()` ms (see the class comment). */
   private readonly onInsurance = new Map<string, number>();
   private readonly instances: number;
+  private readonly now: () => number;
 
   constructor(private readonly opts: TierLimiterOptions) {
     for (const t of opts.tiers)
@@ -128,6 +131,7 @@ export class TierRateLimiter {
         'windows' in t ? t : { name: t.name, windows: [{ points: t.points, duration: t.duration }] },
       );
     this.instances = opts.instances ?? 1;
+    this.now = opts.now ?? Date.now;
     const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
     this.shared = opts.redis
       ? new LeaseLimiter({ redis: opts.redis, maxLease: lease.maxSize, divisor: lease.divisor })
@@ -153,10 +157,10 @@ export class TierRateLimiter {
     try {
       const d = this.shared
         ? await this.shared.consume(subject, windows)
-        : this.memory.consume(windows, Date.now());
+        : this.memory.consume(windows, this.now());
       // Counted against the insurance too: a fallback later in this window admits only what is
       // left of this process's share, never a full share on top of what Redis already admitted.
-      if (insured && d.allowed) this.insurance.add(this.shareOf(windows), Date.now());
+      if (insured && d.allowed) this.insurance.add(this.shareOf(windows), this.now());
       return toDecision(windows, d, 'primary');
     } catch (err) {
       this.opts.onStoreError?.(err);
@@ -200,7 +204,7 @@ export class TierRateLimiter {
 
   /** Counts on the insurance; with Redis, keeps the subject there until its shortest window ends. */
   private insured(windows: SubjectWindow[], subject: string): RateDecision {
-    const now = Date.now();
+    const now = this.now();
     const share = this.shareOf(windows);
     const d = this.insurance.consume(share, now);
     if (this.shared && !this.onInsurance.has(subject)) {
@@ -217,7 +221,7 @@ export class TierRateLimiter {
   private stillInsured(subject: string): boolean {
     const until = this.onInsurance.get(subject);
     if (until === undefined) return false;
-    if (Date.now() < until) return true;
+    if (this.now() < until) return true;
     this.onInsurance.delete(subject);
     return false;
   }

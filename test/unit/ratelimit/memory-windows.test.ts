@@ -37,3 +37,85 @@ describe('MemoryWindowLimiter', () => {
     assert.equal(m.consume([{ key: 'x', points: 1, duration: 1 }], 5000).allowed, true);
   });
 });
+
+describe('MemoryWindowLimiter: which window refuses, and the sweep', () => {
+  test('of several full windows the one that resets last refuses, wherever it is in the list', () => {
+    const m = new MemoryWindowLimiter();
+    const longFirst = [
+      { key: 'c:60', points: 1, duration: 60 },
+      { key: 'c:1', points: 1, duration: 1 },
+    ];
+    assert.equal(m.consume(longFirst, 0).allowed, true);
+    const d = m.consume(longFirst, 10);
+    assert.deepEqual([d.allowed, d.refusedBy], [false, 0]);
+    assert.deepEqual(
+      d.windows.map((w) => [w.remaining, w.msBeforeReset]),
+      [
+        [0, 59_990],
+        [0, 990],
+      ],
+    );
+  });
+
+  test('of full windows ending at the same time the first in the list refuses', () => {
+    const m = new MemoryWindowLimiter();
+    const same = [
+      { key: 'd:company:60', points: 1, duration: 60 },
+      { key: 'd:key:60', points: 1, duration: 60 },
+    ];
+    m.consume(same, 0);
+    assert.equal(m.consume(same, 5).refusedBy, 0);
+  });
+
+  test('a window with room never refuses, even when it resets later than the full one', () => {
+    const m = new MemoryWindowLimiter();
+    const ws = [
+      { key: 'e:1', points: 1, duration: 1 },
+      { key: 'e:60', points: 5, duration: 60 },
+    ];
+    m.consume(ws, 0);
+    const d = m.consume(ws, 1);
+    assert.deepEqual([d.allowed, d.refusedBy], [false, 0]);
+    assert.equal(d.windows[1]!.remaining, 4, 'the refusal took nothing from the 60 s window');
+  });
+
+  test('add counts in every window whether or not it has room, and a later consume sees it', () => {
+    const m = new MemoryWindowLimiter();
+    const ws = [
+      { key: 'f:1', points: 1, duration: 1 },
+      { key: 'f:60', points: 3, duration: 60 },
+    ];
+    m.add(ws, 0);
+    m.add(ws, 0); // over the 1 s window's limit: still counted
+    const d = m.consume(ws, 0);
+    assert.deepEqual([d.allowed, d.refusedBy], [false, 0]);
+    assert.deepEqual(
+      d.windows.map((w) => w.remaining),
+      [0, 1],
+    );
+    assert.equal(m.consume(ws, 1000).allowed, true, 'the 1 s window ended; the 60 s one has 1 left');
+    assert.equal(m.consume(ws, 1000).allowed, false);
+  });
+
+  // The table is swept only once it holds `maxCounters` entries; a sweep drops the ended counters
+  // (an end equal to now has ended) and keeps every live one.
+  for (const op of ['consume', 'add'] as const) {
+    test(`${op}: no sweep below maxCounters; at maxCounters ended counters go, live ones stay`, () => {
+      const m = new MemoryWindowLimiter(3);
+      const count = (key: string, duration: number, now: number) =>
+        op === 'consume'
+          ? void m.consume([{ key, points: 1, duration }], now)
+          : m.add([{ key, points: 1, duration }], now);
+      count('x', 1, 0); // ends at 1000
+      count('y', 2, 0); // ends at 2000
+      assert.equal(m.size, 2);
+      count('z', 60, 1000); // 2 < 3 held: x has ended but is not swept yet
+      assert.equal(m.size, 3);
+      count('w', 60, 1000); // 3 held: x (ended exactly now) is swept, y and z are live
+      assert.equal(m.size, 3);
+      // y survived the sweep with its count: still full until 2000.
+      assert.equal(m.consume([{ key: 'y', points: 1, duration: 2 }], 1999).allowed, false);
+      assert.equal(m.consume([{ key: 'y', points: 1, duration: 2 }], 2000).allowed, true);
+    });
+  }
+});

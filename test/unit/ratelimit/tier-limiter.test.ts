@@ -383,3 +383,269 @@ describe('AuthFailureLimiter (per process, per address)', () => {
     assert.throws(() => new AuthFailureLimiter({ points: 1, duration: 0 }), /duration/);
   });
 });
+
+// Without Redis the windows are counted in memory, with the limiter's clock: exact times, no waits.
+describe('TierRateLimiter without Redis: several windows and the reported one', () => {
+  const T0 = 5_000_000;
+  function memory(tiers: ConstructorParameters<typeof TierRateLimiter>[0]['tiers'] = [TIER]) {
+    const clock = { t: T0 };
+    const l = new TierRateLimiter({ tiers, keyPrefix: 'm:', failurePolicy: 'closed', now: () => clock.t });
+    return { l, clock };
+  }
+  /** The reported window, as the RateLimit-* headers show it. */
+  const shown = (d: RateDecision) => [d.allowed, d.limit, d.remaining, d.resetSeconds];
+
+  test('a tier given as `windows` counts each: the shortest binds first, then the longest', async () => {
+    const { l, clock } = memory([
+      {
+        name: 'multi',
+        windows: [
+          { points: 2, duration: 1 },
+          { points: 3, duration: 60 },
+        ],
+      },
+    ]);
+    const d1 = await l.consume('acme', 'multi');
+    assert.deepEqual(shown(d1), [true, 2, 1, 1]);
+    assert.deepEqual(
+      d1.windows.map((w) => [w.points, w.duration, w.owner, w.remaining, w.resetSeconds]),
+      [
+        [2, 1, 'company', 1, 1],
+        [3, 60, 'company', 2, 60],
+      ],
+    );
+    assert.deepEqual(shown(await l.consume('acme', 'multi')), [true, 2, 0, 1]);
+    const third = await l.consume('acme', 'multi');
+    assert.deepEqual(shown(third), [false, 2, 0, 1], 'refused by the 1 s window');
+    assert.equal(third.windows[1]!.remaining, 1, 'the refusal took nothing from the 60 s window');
+    clock.t += 1000; // the 1 s window starts again
+    assert.deepEqual(shown(await l.consume('acme', 'multi')), [true, 3, 0, 59]);
+    const fifth = await l.consume('acme', 'multi');
+    assert.deepEqual(shown(fifth), [false, 3, 0, 59], 'refused by the 60 s window');
+    assert.equal(fifth.windows[0]!.remaining, 1, 'the 1 s window still had room');
+    assert.equal(fifth.source, 'primary');
+  });
+
+  test('the reported window is the one with the fewest left, wherever it is in the list', async () => {
+    const { l } = memory();
+    const a = await l.consume('a', TIER.name, {
+      companyLimits: [
+        { points: 10, duration: 60 },
+        { points: 2, duration: 1 },
+      ],
+    });
+    assert.deepEqual(shown(a), [true, 2, 1, 1]);
+    const b = await l.consume('b', TIER.name, {
+      companyLimits: [
+        { points: 2, duration: 1 },
+        { points: 10, duration: 60 },
+      ],
+    });
+    assert.deepEqual(shown(b), [true, 2, 1, 1], 'not the one that resets last while it has more left');
+  });
+
+  test('of windows with as many left, the one that resets last, wherever it is in the list', async () => {
+    const { l } = memory();
+    const short = { points: 5, duration: 1 };
+    const long = { points: 5, duration: 60 };
+    assert.deepEqual(shown(await l.consume('c', TIER.name, { companyLimits: [short, long] })), [
+      true,
+      5,
+      4,
+      60,
+    ]);
+    assert.deepEqual(shown(await l.consume('d', TIER.name, { companyLimits: [long, short] })), [
+      true,
+      5,
+      4,
+      60,
+    ]);
+  });
+
+  test('of windows with as many left and the same reset, the first (the company before the key)', async () => {
+    const { l } = memory();
+    const company = { companyLimits: [{ points: 10, duration: 60 }] };
+    // Another key spends 4 of the company's 10; then key k1 (own limit 6) is at 5 left in both.
+    for (let i = 0; i < 4; i++) await l.consume('e', TIER.name, { ...company, keyId: 'k0' });
+    const d = await l.consume('e', TIER.name, {
+      ...company,
+      keyId: 'k1',
+      keyLimits: [{ points: 6, duration: 60 }],
+    });
+    assert.deepEqual(
+      d.windows.map((w) => [w.owner, w.points, w.remaining, w.resetSeconds]),
+      [
+        ['company', 10, 5, 60],
+        ['key', 6, 5, 60],
+      ],
+    );
+    assert.deepEqual(shown(d), [true, 10, 5, 60]);
+  });
+
+  test("a key's own windows are counted per key and per company; a refusal by the key reports it", async () => {
+    const { l } = memory();
+    const own = (keyId: string) => ({
+      companyLimits: [{ points: 100, duration: 60 }],
+      keyId,
+      keyLimits: [{ points: 1, duration: 30 }],
+    });
+    assert.equal((await l.consume('f', TIER.name, own('k1'))).allowed, true);
+    assert.equal((await l.consume('f', TIER.name, own('k2'))).allowed, true, 'k2 has its own window');
+    assert.equal((await l.consume('g', TIER.name, own('k1'))).allowed, true, "another company's k1 too");
+    const refused = await l.consume('f', TIER.name, own('k1'));
+    assert.deepEqual(shown(refused), [false, 1, 0, 30]);
+    assert.deepEqual(
+      refused.windows.map((w) => [w.owner, w.remaining]),
+      [
+        ['company', 98],
+        ['key', 0],
+      ],
+    );
+    // Key limits without a key id (or an empty list) add no window.
+    const noKey = await l.consume('h', TIER.name, { keyLimits: [{ points: 1, duration: 30 }] });
+    assert.deepEqual(
+      noKey.windows.map((w) => w.owner),
+      ['company'],
+    );
+  });
+
+  test('close() without Redis has nothing to give back and resolves', async () => {
+    await memory().l.close();
+  });
+});
+
+describe('TierRateLimiter with Redis: leases per subject, close, insurance details', () => {
+  const TEN = { name: 'ten', points: 10, duration: 60 };
+  const leased = (extra: Partial<ConstructorParameters<typeof TierRateLimiter>[0]> = {}) =>
+    new TierRateLimiter({
+      tiers: [TEN],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'closed',
+      lease: { maxSize: 5, divisor: 1 },
+      ...extra,
+    });
+  const single = () =>
+    new TierRateLimiter({ tiers: [TEN], redis: client, keyPrefix: 'ng-test:', failurePolicy: 'closed' });
+
+  test('close() gives the unused lease back to Redis', async () => {
+    const a = leased();
+    const co = fresh();
+    // A lease of 5 is taken from Redis; one is spent, 4 are this instance's.
+    assert.deepEqual(shown2(await a.consume(co, TEN.name)), [true, 9]);
+    await a.close();
+    // Another instance (one point per call) now finds 1 + its own used, not 5 + 1.
+    assert.deepEqual(shown2(await single().consume(co, TEN.name)), [true, 8]);
+  });
+
+  test("keys without their own limits spend the company's one lease", async () => {
+    const a = leased();
+    const co = fresh();
+    assert.deepEqual(shown2(await a.consume(co, TEN.name, { keyId: 'k1' })), [true, 9]);
+    assert.deepEqual(shown2(await a.consume(co, TEN.name, { keyId: 'k2' })), [true, 8]);
+    assert.deepEqual(shown2(await a.consume(co, TEN.name)), [true, 7]);
+    // Redis gave out one lease of 5: another instance finds 5 left.
+    assert.deepEqual(shown2(await single().consume(co, TEN.name)), [true, 4]);
+  });
+
+  test("keys with their own limits each hold their own lease; one key does not drop the other's", async () => {
+    const a = leased();
+    const co = fresh();
+    const own = (keyId: string) => ({ keyId, keyLimits: [{ points: 100, duration: 60 }] });
+    const ds: RateDecision[] = [];
+    // k1 and k2 take a lease of 5 each (the company's 10), then alternate.
+    for (let i = 0; i < 10; i++) ds.push(await a.consume(co, TEN.name, own(i % 2 ? 'k2' : 'k1')));
+    assert.ok(allowed(ds).every(Boolean), JSON.stringify(allowed(ds)));
+    assert.equal((await a.consume(co, TEN.name, own('k1'))).allowed, false, 'the company has used its 10');
+    assert.equal(await client.exists(`ng-test:rl:{${co}}:k:k1:60`), 1, "the key's counter in Redis");
+  });
+
+  test('insurance: a request Redis refused does not count against the share', async () => {
+    const l = new TierRateLimiter({
+      tiers: [TIER, { name: 'four', points: 4, duration: 60 }],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'insurance',
+    });
+    const co = fresh();
+    const own = { keyId: 'k', keyLimits: [{ points: 1, duration: 60 }] };
+    assert.equal((await l.consume(co, 'four', own)).allowed, true);
+    const refused = await l.consume(co, 'four', own);
+    assert.deepEqual([refused.allowed, refused.source], [false, 'primary'], 'the key window is full');
+    redis.pause();
+    let ds: RateDecision[];
+    try {
+      ds = [];
+      for (let i = 0; i < 4; i++) ds.push(await l.consume(co, 'four'));
+    } finally {
+      redis.resume();
+    }
+    // The company's share is 4; Redis admitted 1 of them: 3 left, the refused request took none.
+    assert.deepEqual(allowed(ds), [true, true, true, false]);
+    assert.deepEqual(sources(ds), ['insurance']);
+    await primaryAgain(l);
+  });
+
+  test('insurance: a subject stays on it until its shortest window at the fallback ends, not longer', async () => {
+    const clock = { t: Date.now() };
+    const l = new TierRateLimiter({
+      tiers: [TIER],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'insurance',
+      now: () => clock.t,
+    });
+    const co = fresh();
+    const two = { points: 50, duration: 2 };
+    const sixty = { points: 50, duration: 60 };
+    const T = clock.t;
+    redis.pause();
+    let first: RateDecision;
+    try {
+      first = await l.consume(co, TIER.name, { companyLimits: [sixty, two] });
+    } finally {
+      redis.resume();
+    }
+    assert.equal(first.source, 'insurance');
+    await primaryAgain(l);
+    // Until T + 2 s: not asked of Redis, also with other windows (a new limit, here without the
+    // 2 s window, does not lengthen the stay to its own shortest window).
+    clock.t = T + 1999;
+    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty, two] })).source, 'insurance');
+    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'insurance');
+    clock.t = T + 2000;
+    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'primary');
+    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'primary');
+  });
+
+  test('insurance: a flood of other subjects falling back does not end a live stay early', async () => {
+    const clock = { t: Date.now() };
+    const l = new TierRateLimiter({
+      tiers: [TIER],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'insurance',
+      now: () => clock.t,
+    });
+    const co = fresh();
+    await redis.kill();
+    try {
+      // Redis refuses connections: each fallback is immediate. co first, then enough others to
+      // make the limiter sweep its table of subjects (10 000) while every stay is still live.
+      assert.equal((await l.consume(co, TIER.name)).source, 'insurance');
+      clock.t += 1000;
+      for (let i = 0; i < 10_001; i++) await l.consume(`flood-${seq}-${i}`, TIER.name);
+    } finally {
+      await redis.restart();
+    }
+    await primaryAgain(l);
+    assert.equal((await l.consume(co, TIER.name)).source, 'insurance', 'still in its 60 s stay');
+    clock.t += 59_000;
+    assert.equal((await l.consume(co, TIER.name)).source, 'primary');
+  });
+});
+
+/** allowed and remaining. */
+function shown2(d: RateDecision): [boolean, number] {
+  return [d.allowed, d.remaining];
+}
