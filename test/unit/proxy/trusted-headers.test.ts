@@ -213,13 +213,16 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
         'x-a': 'keep',
       },
     );
-    // Without a copy of the secret nothing is dropped.
+    // Without a copy of the secret nothing is dropped: 23 of its characters. Names and values are
+    // joined, so the letters next to the pieces differ from the secret's 12th character (else the
+    // piece would go on, and 24 characters of the secret would be there).
+    const c = body[11]!.toLowerCase() === 'q' ? 'w' : 'q';
     assert.deepEqual(
-      scrub({ 'x-api-key': key, 'x-p': body.slice(0, 11), 'x-q': 'zz', 'x-r': body.slice(12, 24) }),
+      scrub({ 'x-api-key': key, 'x-p': body.slice(0, 11), [`${c}-q`]: 'zz', [`x-${c}`]: body.slice(12, 24) }),
       {
         'x-p': body.slice(0, 11),
-        'x-q': 'zz',
-        'x-r': body.slice(12, 24),
+        [`${c}-q`]: 'zz',
+        [`x-${c}`]: body.slice(12, 24),
       },
     );
   });
