@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { parseApiKey } from '../auth/api-key.js';
 
 /**
@@ -7,16 +8,36 @@ import { parseApiKey } from '../auth/api-key.js';
  * out of reach (see `docs/security.md`, "Key material").
  */
 export const SECRET_WINDOW = 24;
-/** %-escapes, `\xNN`, `\uNNNN` and HTML numeric entities, undone up to 8 times over. */
+/** Escapes (see `ESCAPES`), undone up to 8 times over. */
 const MAX_DECODE_ROUNDS = 8;
+/** A key's secret body: 32 random base62 characters and a 6-character checksum. */
+const BODY_LENGTH = 38;
+/**
+ * Environments a bare 38-character body is checked against (its checksum covers `nk_<env>_`),
+ * besides the presented key's: the admin API's default and the usual second one.
+ */
+const BODY_ENVIRONMENTS = ['live', 'test'];
+/** Pieces of the secret, at least this long, that the split check puts together (see `piecesIn`). */
+const PIECE_MIN = 8;
 /** base64 / hex / base32 inside base64 / hex: two levels, so base64(base64(key)) is seen. */
 const MAX_NESTING = 2;
 /** The key format's longest environment plus `nk__`: the shape check's reach (KEY_LIKE_PATTERN). */
 const KEY_SHAPE_MIN_LENGTH = 44;
 
 const ESCAPE_TRIGGERS = /[%\\&]/;
+/**
+ * `%XX`, `%uXXXX` (IIS), `\xXX`, `\uXXXX`, `\u{X…}`, `\UXXXXXXXX`, octal `\NNN`, and HTML numeric
+ * entities with any number of leading zeros (`&#00000110;`, `&#x0006e`). Each alternative starts
+ * with a fixed character and `0*` is followed by a bounded run: a failed attempt costs a constant.
+ */
 const ESCAPES =
-  /%([0-9a-fA-F]{2})|\\x([0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|&#[xX]([0-9a-fA-F]{1,6});?|&#([0-9]{1,7});?/g;
+  /%[uU][0-9a-fA-F]{4}|%[0-9a-fA-F]{2}|\\x[0-9a-fA-F]{2}|\\u\{[0-9a-fA-F]{1,6}\}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\[0-7]{1,3}|&#[xX]0*[0-9a-fA-F]{1,6};?|&#0*[0-9]{1,7};?/g;
+const NON_ASCII = /[^\0-\x7f]/;
+/**
+ * UTF-8 sequences in a text that holds bytes as latin1 characters (Node's header values, a
+ * %-decoded string), overlong ones included (`\xc1\xae` is `n` to a lenient decoder).
+ */
+const UTF8_SEQUENCE = /[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf7][\x80-\xbf]{3}/g;
 const NOT_ALNUM = /[^a-z0-9]+/g;
 const NOT_KEY_CHAR = /[^A-Za-z0-9_]+/g;
 const WHITESPACE = /\s+/g;
@@ -38,6 +59,13 @@ export interface KeyMaterialMatcher {
   normalise(text: string): string;
   /** Where in a `normalise`d string (e.g. several values joined) a copy of the secret sits, or null. */
   spanIn(normalised: string): [number, number] | null;
+  /**
+   * Where in a `normalise`d string the pieces of a split copy sit: every stretch of at least 8
+   * consecutive characters of the secret (or the whole of a shorter secret's window), in any order
+   * and with anything between them, when together they cover a window of the secret (24
+   * characters); null when they do not.
+   */
+  piecesIn(normalised: string): [number, number][] | null;
 }
 
 interface Secret {
@@ -47,6 +75,9 @@ interface Secret {
   window: number;
   /** Pieces of `text` of which every window holds one: searched with indexOf, then extended. */
   blocks: { at: number; s: string }[];
+  /** Characters of `text` that make a piece of a split copy (`piecesIn`), and its blocks. */
+  piece: number;
+  pieceBlocks: { at: number; s: string }[];
   /** A legacy key with few letters or digits: compared with only whitespace removed. */
   raw: boolean;
 }
@@ -75,23 +106,27 @@ interface Secret {
 export function createKeyMaterialMatcher(key: string): KeyMaterialMatcher {
   const secret = key === '' ? null : secretOf(key);
   // Every covered form is at least as long as what it carries.
-  const minLength = secret === null ? KEY_SHAPE_MIN_LENGTH : Math.min(secret.window, KEY_SHAPE_MIN_LENGTH);
+  const minLength = secret === null ? BODY_LENGTH : Math.min(secret.window, BODY_LENGTH);
   const strip = (s: string) =>
     secret?.raw ? s.toLowerCase().replace(WHITESPACE, '') : s.toLowerCase().replace(NOT_ALNUM, '');
+  const envs = bodyEnvironments(key);
 
   function spanIn(n: string): [number, number] | null {
     return secret === null || n.length < secret.window ? null : findWindow(n, secret);
   }
-  /** One decoded form: the secret, or other keys' shapes (added to `found`). */
+  /** One decoded form: the secret, or other keys' shapes and bare bodies (added to `found`). */
   function checkForm(t: string, found: string[]): boolean {
     const n = strip(t);
     if (spanIn(n) !== null) {
       found.push(key);
       return true;
     }
-    // Cheap pre-check: a key shape needs `n`, `k` and `_`.
-    if (t.length < KEY_SHAPE_MIN_LENGTH || !t.includes('_') || !n.includes('nk')) return false;
+    if (t.length < BODY_LENGTH) return false;
     const before = found.length;
+    bodiesIn(t, envs, found);
+    // Cheap pre-check: a key shape needs `n`, `k` and `_`.
+    if (t.length < KEY_SHAPE_MIN_LENGTH || !t.includes('_') || !n.includes('nk'))
+      return found.length > before;
     const k = t.replace(NOT_KEY_CHAR, '');
     KEY_SHAPE.lastIndex = 0;
     for (let m = KEY_SHAPE.exec(k); m !== null; m = KEY_SHAPE.exec(k)) {
@@ -131,7 +166,85 @@ export function createKeyMaterialMatcher(key: string): KeyMaterialMatcher {
     find,
     normalise: (text) => strip(decodedForms(text)?.at(-1) ?? text),
     spanIn,
+    piecesIn: (n) => (secret === null ? null : findPieces(n, secret)),
   };
+}
+
+/** `nk_<env>_` and its CRC-32, for each environment a bare body is checked against. */
+interface BodyEnvironment {
+  prefix: string;
+  crc: number;
+}
+const COMMON_ENVIRONMENTS: BodyEnvironment[] = BODY_ENVIRONMENTS.map((e) => ({
+  prefix: `nk_${e}_`,
+  crc: crc32(`nk_${e}_`),
+}));
+
+/** The common environments, and the presented key's when it has another. */
+function bodyEnvironments(key: string): BodyEnvironment[] {
+  const m = /^nk_([a-z][a-z0-9]{1,15})_/.exec(key);
+  if (m === null || BODY_ENVIRONMENTS.includes(m[1]!)) return COMMON_ENVIRONMENTS;
+  return [...COMMON_ENVIRONMENTS, { prefix: m[0], crc: crc32(m[0]) }];
+}
+
+/** A run of base62 long enough to be a body, tried from its first character only (linear). */
+const BASE62_RUN = new RegExp(`(?<![0-9A-Za-z])[0-9A-Za-z]{${BODY_LENGTH},}`, 'g');
+const CHECKSUM_AT = BODY_LENGTH - 6;
+
+/**
+ * Adds to `found` every key whose bare body (32 random + 6 checksum characters, without
+ * `nk_<env>_`) sits in a base62 run of `t` with a valid checksum for one of `envs`. The checksum
+ * is a CRC-32 written in 6 base62 digits, so its first digit is 0-4: other places cost one
+ * comparison; the rest one CRC per environment (continued from the prefix's CRC).
+ */
+function bodiesIn(t: string, envs: BodyEnvironment[], found: string[]): void {
+  BASE62_RUN.lastIndex = 0;
+  for (let m = BASE62_RUN.exec(t); m !== null; m = BASE62_RUN.exec(t)) {
+    const run = m[0];
+    for (let p = 0; p + BODY_LENGTH <= run.length; p++) {
+      const first = run.charCodeAt(p + CHECKSUM_AT);
+      if (first < 48 || first > 52) continue;
+      let sum = 0;
+      for (let i = p + CHECKSUM_AT; i < p + BODY_LENGTH; i++) sum = sum * 62 + base62Digit(run.charCodeAt(i));
+      if (sum > 0xffffffff) continue;
+      const random = run.slice(p, p + CHECKSUM_AT);
+      for (const e of envs)
+        if (crc32(random, e.crc) === sum) {
+          found.push(e.prefix + run.slice(p, p + BODY_LENGTH));
+          break;
+        }
+    }
+  }
+}
+
+function base62Digit(c: number): number {
+  return c <= 57 ? c - 48 : c <= 90 ? c - 55 : c - 61;
+}
+
+/**
+ * Every stretch of `n` made of at least `secret.piece` consecutive characters of the secret (each
+ * extended as far as it goes), when together they cover at least `secret.window` characters of
+ * it; else null. Linear: a few indexOf calls, each hit extended by at most the secret's length.
+ */
+function findPieces(n: string, secret: Secret): [number, number][] | null {
+  const t = secret.text;
+  const covered = new Uint8Array(t.length);
+  const spans: [number, number][] = [];
+  for (const { at, s } of secret.pieceBlocks) {
+    for (let i = n.indexOf(s); i !== -1; i = n.indexOf(s, i + 1)) {
+      let l = 0;
+      while (l < at && i - l > 0 && n[i - l - 1] === t[at - l - 1]) l++;
+      let r = 0;
+      const end = at + s.length;
+      while (end + r < t.length && i + s.length + r < n.length && n[i + s.length + r] === t[end + r]) r++;
+      if (l + s.length + r < secret.piece) continue;
+      spans.push([i - l, i + s.length + r]);
+      covered.fill(1, at - l, end + r);
+    }
+  }
+  let total = 0;
+  for (const c of covered) total += c;
+  return total >= secret.window ? spans : null;
 }
 
 /**
@@ -163,11 +276,16 @@ function secretOf(key: string): Secret {
  */
 function withBlocks(text: string, window: number, raw: boolean): Secret {
   const w = Math.min(window, text.length);
+  const piece = Math.min(PIECE_MIN, w);
+  return { text, window: w, blocks: blocksOf(text, w), piece, pieceBlocks: blocksOf(text, piece), raw };
+}
+
+function blocksOf(text: string, w: number): { at: number; s: string }[] {
   const size = Math.max(1, Math.ceil(w / 2));
   const blocks: { at: number; s: string }[] = [];
   for (let at = 0; at + size <= text.length; at += size) blocks.push({ at, s: text.slice(at, at + size) });
   if (text.length % size !== 0) blocks.push({ at: text.length - size, s: text.slice(-size) });
-  return { text, window: w, blocks, raw };
+  return blocks;
 }
 
 /** The first place `n` holds `window` consecutive characters of the secret. Linear: each hit extends ≤ secret length. */
@@ -186,12 +304,16 @@ function findWindow(n: string, secret: Secret): [number, number] | null {
   return null;
 }
 
-/** `text`, then each round of escape decoding until stable; null when still changing after the last round. */
+/**
+ * `text`, its Unicode fold (when it differs), then each round of escape decoding (each folded)
+ * until stable; null when still changing after the last round.
+ */
 function decodedForms(text: string): string[] | null {
   const forms = [text];
-  let s = text;
+  let s = foldUnicode(text);
+  if (s !== text) forms.push(s);
   for (let i = 0; ESCAPE_TRIGGERS.test(s); i++) {
-    const next = s.replace(ESCAPES, decodeEscape);
+    const next = foldUnicode(s.replace(ESCAPES, decodeEscape));
     if (next === s) break;
     if (i === MAX_DECODE_ROUNDS) return null;
     forms.push((s = next));
@@ -199,16 +321,45 @@ function decodedForms(text: string): string[] | null {
   return forms;
 }
 
-function decodeEscape(
-  m: string,
-  pct?: string,
-  x?: string,
-  u?: string,
-  hexEntity?: string,
-  dec?: string,
-): string {
-  const hexDigits = pct ?? x ?? u ?? hexEntity;
-  const code = hexDigits !== undefined ? parseInt(hexDigits, 16) : parseInt(dec!, 10);
+function decodeEscape(m: string): string {
+  let code: number;
+  const c1 = m.charCodeAt(1);
+  if (m.charCodeAt(0) === 37) code = parseInt(c1 === 117 || c1 === 85 ? m.slice(2) : m.slice(1), 16);
+  else if (m.charCodeAt(0) === 38)
+    code = c1 === 35 && (m[2] === 'x' || m[2] === 'X') ? parseInt(m.slice(3), 16) : parseInt(m.slice(2), 10);
+  else if (c1 === 120 || c1 === 85)
+    code = parseInt(m.slice(2), 16); // \x, \U
+  else if (c1 === 117)
+    code = parseInt(m.charCodeAt(2) === 123 ? m.slice(3, -1) : m.slice(2), 16); // \u
+  else code = parseInt(m.slice(1), 8); // octal
+  return code <= 0x10ffff ? String.fromCodePoint(code) : m;
+}
+
+/**
+ * `s` with UTF-8 byte sequences (as latin1 characters, overlong ones too) made characters, then
+ * NFKC-folded (full-width `ｎ`, `𝐧`, `ⓝ` become `n`, `％` becomes `%`). A text that is all ASCII
+ * is returned as is after one native test: the common case costs no folding.
+ *
+ * @example
+ * foldUnicode('\xef\xbd\x8e\xc1\xae') // 'nn'
+ */
+export function foldUnicode(s: string): string {
+  if (!NON_ASCII.test(s)) return s;
+  return s.replace(UTF8_SEQUENCE, decodeUtf8).normalize('NFKC');
+}
+
+function decodeUtf8(m: string): string {
+  const b0 = m.charCodeAt(0);
+  let code: number;
+  if (m.length === 2) code = ((b0 & 0x1f) << 6) | (m.charCodeAt(1) & 0x3f);
+  else if (m.length === 3)
+    code = ((b0 & 0x0f) << 12) | ((m.charCodeAt(1) & 0x3f) << 6) | (m.charCodeAt(2) & 0x3f);
+  else
+    code =
+      ((b0 & 0x07) << 18) |
+      ((m.charCodeAt(1) & 0x3f) << 12) |
+      ((m.charCodeAt(2) & 0x3f) << 6) |
+      (m.charCodeAt(3) & 0x3f);
   return code <= 0x10ffff ? String.fromCodePoint(code) : m;
 }
 

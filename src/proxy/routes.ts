@@ -1,4 +1,5 @@
 import type { Route } from '../config/schema.js';
+import { foldUnicode } from './key-material.js';
 
 /**
  * Builds the route matcher: the longest prefix that matches on a path-segment boundary wins
@@ -41,15 +42,36 @@ const REFUSED_SECOND_ESCAPE = new RegExp(
   `%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[5eEfF]|3[bB]|%[57]5|` +
     `${HEX_DIGIT_ESCAPE}(?:[0-9A-Fa-f]|${HEX_DIGIT_ESCAPE})|[0-9A-Fa-f]${HEX_DIGIT_ESCAPE})`,
 );
-// A segment of one or two dots, with `/`, `\` and `;` as separators (Tomcat strips `;x` before
-// resolving dot segments; `?` and `#`, plain or escaped, end it for an upstream that parses the
-// target again after decoding). Every segment follows a separator: the path starts with `/`.
-const DOT_SEGMENT = /[/\\;]\.\.?(?:[/\\;?#]|%3[fF]|%23|$)/;
+// A dot-like segment: dots and whitespace only, at least one dot (`.`, `..`, `...`, `.. `,
+// `. .`, ` ..`), with `/`, `\` and `;` as separators (Tomcat strips `;x` before resolving dot
+// segments; `?` and `#`, plain or escaped, end it for an upstream that parses the target again
+// after decoding). Windows and IIS drop trailing dots and spaces from a path segment, so `.. ` and
+// `...` are `..` to them; some frameworks trim both ends. Every segment follows a separator: the
+// path starts with `/`. Linear: a failed attempt backtracks over one segment's dots only.
+const DOT_SEGMENT = /[/\\;]\s*\.[.\s]*(?:[/\\;?#]|%3[fF]|%23|$)/;
+const NON_ASCII = /[^\0-\x7f]/;
 
-/** Backslash or NUL, or a dot segment; native substring searches first (a regex pass costs more). */
-function showsUnsafe(s: string): boolean {
+/** Backslash or NUL, or a dot-like segment; native substring searches first (a regex pass costs more). */
+function showsUnsafeAscii(s: string): boolean {
   if (s.includes('\\') || s.includes('\0')) return true;
-  return (s.includes('/.') || s.includes(';.')) && DOT_SEGMENT.test(s);
+  return s.includes('.') && DOT_SEGMENT.test(s);
+}
+
+/**
+ * `showsUnsafeAscii` on `s` and, when it holds non-ASCII (UTF-8 bytes as latin1 characters, from a
+ * raw or decoded target), on its NFKC fold: full-width `．`, the one-dot leader `․`, `‥`, `…`
+ * become dots, `／` and `＼` separators, `％` a `%` (a folded escape that decodes to a dot, `/`,
+ * `;` or `%` is refused too), NBSP and ideographic spaces plain spaces. The fold runs only for a
+ * non-ASCII form.
+ */
+function showsUnsafe(s: string): boolean {
+  if (showsUnsafeAscii(s)) return true;
+  if (!NON_ASCII.test(s)) return false;
+  const folded = foldUnicode(s);
+  return (
+    showsUnsafeAscii(folded) ||
+    (folded.includes('%') && REFUSED_LATER_ESCAPE.test(folded) && !REFUSED_LATER_ESCAPE.test(s))
+  );
 }
 
 // Short paths are decoded round by round, as long as they still change (up to the cap): what each
@@ -60,6 +82,9 @@ const MAX_DECODE_ROUNDS = 8;
 // Refused in the 2nd to 8th decoded forms: a dot, `/` or `;` still encoded, plus REFUSED_ESCAPE.
 const REFUSED_LATER_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[eEfF]|3[bB])/;
 const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
+// Escapes whose decoding changes no separator or dot but can make a segment dot-like: whitespace
+// and control characters (`..%20`, `..%09`) and non-ASCII bytes (`%ef%bc%8e`, a full-width dot).
+const RESHAPING_ESCAPE = /%(?:[01][0-9A-Fa-f]|20|[89A-Fa-f][0-9A-Fa-f])/;
 
 /**
  * Whether a request target is a plain origin-form path the gateway can route safely: starts with
@@ -85,16 +110,22 @@ export function isSafeRequestPath(path: string): boolean {
   if (path.charCodeAt(0) !== 47 || path.includes('//') || path.includes('#') || showsUnsafe(path))
     return false;
   if (!path.includes('%')) return true;
-  // Without any of these escapes, decoding changes no separator, dot or escape: nothing to decode.
-  if (!REFUSED_SECOND_ESCAPE.test(path)) return true;
+  // Without any of these escapes, decoding changes no separator, dot or escape and makes no
+  // segment dot-like: nothing to decode.
+  if (!REFUSED_SECOND_ESCAPE.test(path) && !RESHAPING_ESCAPE.test(path)) return true;
   if (REFUSED_ESCAPE.test(path)) return false;
-  // %XX → the byte as a Latin-1 character (what is checked is ASCII); a malformed `%` stays
-  // literal, as upstreams do, so `%%32e` gives `%2e`. `unescape` does exactly that natively once
-  // `%u` is refused (above), and never throws.
+  // %XX → the byte as a Latin-1 character (UTF-8 is put together by the fold in `showsUnsafe`);
+  // a malformed `%` stays literal, as upstreams do, so `%%32e` gives `%2e`. `unescape` does
+  // exactly that natively once `%u` is refused (above), and never throws.
   let decoded = unescape(path);
   if (decoded.length === path.length) return true; // nothing decoded
   if (showsUnsafe(decoded)) return false;
-  if (!decoded.includes('%') || !REFUSED_SECOND_ESCAPE.test(decoded)) return true;
+  if (!decoded.includes('%')) return true;
+  // No escape left that a decoding would make a dot, `/`, `;`, `%` or a new escape: one more
+  // decoding can only make whitespace or non-ASCII characters (`%2520` → ` `), and after that
+  // nothing changes. Checked once more when it can make a segment dot-like (`%2e%2e%2520`).
+  if (!REFUSED_SECOND_ESCAPE.test(decoded))
+    return !RESHAPING_ESCAPE.test(decoded) || !showsUnsafe(unescape(decoded));
   if (path.length > MULTI_ROUND_MAX_LENGTH || !decoded.includes('%25')) return false;
   for (let round = 1; ; round++) {
     if (showsUnsafe(decoded)) return false;

@@ -112,6 +112,7 @@ const CLIENT_ASSERTED = [
   'x-tenant-id',
   'x-tenantid',
   'tenant-id',
+  'tenant',
   'x-company',
   'x-company-name',
   'x-user-id',
@@ -119,7 +120,91 @@ const CLIENT_ASSERTED = [
   'x-user-email',
   'x-user-name',
   'x-username',
+  // Client address under more CDN and platform names (attack report F4, and their siblings):
+  // Fly.io, Vercel, Netlify, Imperva, Sucuri, DigitalOcean, Tencent/Baidu CDN (`Cdn-Src-Ip`),
+  // Alibaba; the families with more members are prefixes below.
+  'fly-client-ip',
+  'do-connecting-ip',
+  'cdn-src-ip',
+  'cdn-real-ip',
+  'x-cdn-src-ip',
+  'x-cdn-real-ip',
+  'ali-cdn-real-ip',
+  'x-client-real-ip',
+  'x-forward-for',
+  'cf-ipcountry',
+  // Identity as auth proxies hand it on: Grafana's auth proxy and Keycloak Gatekeeper
+  // (`X-Auth-Email`, `-Userid`, `-Username`, `-Subject`, `-Roles`, `-Groups`; `X-Auth-Token` is
+  // not dropped: like `Authorization`, a client may send its own credential for the upstream),
+  // Envoy's ext_authz examples, role and admin flags.
+  'x-auth-email',
+  'x-auth-name',
+  'x-auth-userid',
+  'x-auth-user-id',
+  'x-auth-username',
+  'x-auth-subject',
+  'x-auth-role',
+  'x-auth-roles',
+  'x-auth-groups',
+  'x-auth-audience',
+  'x-current-user',
+  'x-identity',
+  'x-principal',
+  'x-id-token',
+  'x-role',
+  'x-roles',
+  'x-user-role',
+  'x-user-roles',
+  'x-group',
+  'x-groups',
+  'x-user-groups',
+  'x-permissions',
+  'x-user-permissions',
+  'x-admin',
+  'x-is-admin',
+  'x-superuser',
+  'x-is-superuser',
+  'x-amzn-requestcontext',
+  'x-amzn-request-context',
+  // Tenant ids: Loki/Mimir/Cortex `X-Scope-OrgID`, and `TENANT_WORDS` spelled out below.
+  'x-scope-orgid',
+  // Method overrides under more names (Traefik's forward auth sends X-Forwarded-Method: from a
+  // trusted proxy too it may not differ from the method the gateway let through).
+  'x-http-verb',
+  'x-verb',
+  'x-forwarded-method',
+  'x-request-method',
+  // URL overrides: Next.js middleware and router internals (CVE-2025-29927), Rack::Sendfile's
+  // request-side settings, Traefik's ReplacePath, SCRIPT_NAME, and HTTPS as a header.
+  'x-matched-path',
+  'x-now-route-matches',
+  'x-sendfile-type',
+  'x-accel-mapping',
+  'x-replaced-path',
+  'x-script-name',
+  'x-https',
 ];
+
+/**
+ * Tenant and account words: each is dropped as `X-<w>`, `X-<w>-Id`, `X-<w>Id`, `<w>-Id` and
+ * `<w>Id` (`X-Org-Id`, `X-OrgId`, `Org-Id`...); `company` comes from the trusted names' look-alikes.
+ */
+const TENANT_WORDS = [
+  'tenant',
+  'org',
+  'organization',
+  'organisation',
+  'account',
+  'customer',
+  'project',
+  'workspace',
+  'team',
+  'client',
+  'merchant',
+  'partner',
+  'subscription',
+];
+const TENANT_NAMES = TENANT_WORDS.flatMap((w) => [`x-${w}`, `x-${w}-id`, `x-${w}id`, `${w}-id`, `${w}id`]);
 /**
  * `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides, like
  * `X-Rewrite-*` and `X-Override-*`. `X-Envoy-*`: Envoy's internal headers (`-External-Address`,
@@ -127,7 +212,8 @@ const CLIENT_ASSERTED = [
  * auth proxies and platforms: `X-Remote-*` (`-User`, `-Addr`, `-IP`, `-Group`), `X-Authenticated-*`
  * and `X-Consumer-*`/`X-Credential-*` (Kong), `X-Auth-Request-*` (oauth2-proxy),
  * `X-MS-Client-Principal*` (Azure), `X-Amzn-Oidc-*` (AWS ALB), `X-Apigateway-*` (AWS API Gateway
- * event and context), `X-Goog-Authenticated-*` and `X-Goog-IAP-*` (Google IAP), `X-Jwt-Claim-*`.
+ * event and context), `X-Goog-Authenticated-*` and `X-Goog-IAP-*` (Google IAP), `X-Jwt-*` (claims,
+ * payloads and assertions: Istio, WSO2).
  * Client certificates: `X-SSL-*` (`-Client-Cert`, `-Client-Verify`, `-Client-DN`...),
  * `SSL-Client-*`, `X-Client-Cert*`. Client address: `CF-Connecting-*` (`-IP`, `-IPv6`),
  * `X-Azure-*` (`-ClientIP`, `-SocketIP`, `-FDID`), `X-AppEngine-*` (`-User-IP`, `-Cron`...),
@@ -148,7 +234,7 @@ const CLIENT_ASSERTED_PREFIXES = [
   'x-apigateway-',
   'x-goog-authenticated-',
   'x-goog-iap-',
-  'x-jwt-claim-',
+  'x-jwt-',
   'x-ssl-',
   'ssl-client-',
   'x-client-cert',
@@ -157,6 +243,42 @@ const CLIENT_ASSERTED_PREFIXES = [
   'x-appengine-',
   'akamai-',
   'fastly-client',
+  // More CDNs and platforms: CloudFront (`-Viewer-Address`, `-Forwarded-Proto`...), Fly.io,
+  // Vercel, Netlify (`-Client-Connection-Ip`, `-Account-Id`...), Imperva, Sucuri, Akamai's X- form.
+  'cloudfront-',
+  'fly-forwarded-',
+  'x-vercel-',
+  'x-nf-',
+  'incap-',
+  'x-sucuri-',
+  'x-akamai-',
+  // Identity from more auth proxies and platforms: Authelia and CGI (`Remote-User`, `-Groups`,
+  // `-Email`, `-Name`, `-Addr`), Grafana (`X-WEBAUTH-*`, `X-Grafana-*`), authentik, Pomerium,
+  // Cloudflare Access, Vouch, Google ESP (`X-Endpoint-API-UserInfo`), Azure App Service tokens,
+  // Hasura session variables, mod_auth_openidc (`OIDC_CLAIM_*`, `OIDC_access_token`), Kubernetes
+  // impersonation, Kong and Tyk, Istio and Ambassador, Envoy ext_authz, AWS ALB mTLS.
+  'remote-',
+  'x-webauth-',
+  'x-grafana-',
+  'x-authentik-',
+  'x-pomerium-',
+  'cf-access-',
+  'x-vouch-',
+  'x-endpoint-api-',
+  'x-ms-token-',
+  'x-hasura-',
+  'oidc-',
+  'impersonate-',
+  'x-impersonate-',
+  'x-kong-',
+  'x-tyk-',
+  'x-istio-',
+  'x-ambassador-',
+  'x-ext-authz',
+  'x-amzn-mtls-',
+  // URL overrides: Next.js (`X-Middleware-Subrequest`, `X-Invoke-Path`...).
+  'x-middleware-',
+  'x-invoke-',
 ];
 
 /**
@@ -232,6 +354,7 @@ export function createHeaderScrubber(
       names.requestId,
       'x-api-key',
       ...CLIENT_ASSERTED,
+      ...TENANT_NAMES,
       ...extraNames,
       ...HOP_BY_HOP,
     ].map(normaliseHeaderName),
@@ -292,27 +415,63 @@ export function matcherFor(headers: IncomingHttpHeaders): KeyMaterialMatcher {
 }
 
 /**
- * A key split over several headers (`X-A: nk_live_AbC…`, `X-B: …xYz`): the values kept so far are
- * joined in order, normalised (escapes undone, letters and digits only), and every value that
- * takes part in a copy of the key's secret is dropped, until none is left. Each round drops at
- * least one header, so this ends. Base64 or hex split over headers is not put back together.
+ * A key split over several headers, header names or cookie pairs (`X-A: nk_live_AbC…`, `X-B: …xYz`;
+ * `X-<first half>: <second half>`; `a=<first half>; b=<second half>`): the names and values kept so
+ * far, and each cookie pair on its own, are normalised (escapes undone, Unicode folded, letters and
+ * digits only) and joined in order. When stretches of 8 or more characters of the secret in the
+ * join, in any order and with anything between them, together cover 24 of its characters
+ * (`piecesIn`), every header taking part is dropped (from `Cookie`, the pairs), until none is left.
+ * Each round drops at least one piece, so this ends. Base64 or hex split over headers is not put
+ * back together.
  */
 function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void {
   for (;;) {
-    const names: string[] = [];
+    /** Per piece: its header, and for a cookie pair its index in `pairs`. */
+    const owners: string[] = [];
+    const pairIndex: number[] = [];
     const ends: number[] = [];
+    let pairs: string[] | null = null;
     let joined = '';
+    const add = (text: string, name: string, pair: number) => {
+      joined += text;
+      owners.push(name);
+      pairIndex.push(pair);
+      ends.push(joined.length);
+    };
     for (const name in out) {
       const v = out[name];
       if (v === undefined) continue;
-      joined += m.normalise(typeof v === 'string' ? v : v.join(','));
-      names.push(name);
-      ends.push(joined.length);
+      add(m.normalise(name), name, -1);
+      if (name === 'cookie' && typeof v === 'string') {
+        pairs = v
+          .split(';')
+          .map((p) => p.trim())
+          .filter((p) => p !== '');
+        pairs.forEach((p, i) => add(m.normalise(p), name, i));
+      } else add(m.normalise(typeof v === 'string' ? v : v.join(',')), name, -1);
     }
-    const span = m.spanIn(joined);
-    if (span === null) return;
-    for (let i = 0, start = 0; i < names.length; start = ends[i]!, i++)
-      if (ends[i]! > span[0] && start < span[1]) delete out[names[i]!];
+    const spans = m.piecesIn(joined);
+    if (spans === null) return;
+    const droppedPairs = new Set<number>();
+    for (const [from, to] of spans) {
+      // The first piece ending after `from`, then every piece starting before `to`.
+      let lo = 0;
+      let hi = ends.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (ends[mid]! > from) hi = mid;
+        else lo = mid + 1;
+      }
+      for (let i = lo; i < ends.length && (i === 0 ? 0 : ends[i - 1]!) < to; i++) {
+        if (pairIndex[i]! >= 0) droppedPairs.add(pairIndex[i]!);
+        else delete out[owners[i]!];
+      }
+    }
+    if (pairs !== null && out.cookie !== undefined && droppedPairs.size > 0) {
+      const kept = pairs.filter((_, i) => !droppedPairs.has(i));
+      if (kept.length > 0) out.cookie = kept.join('; ');
+      else delete out.cookie;
+    }
   }
 }
 

@@ -1,0 +1,258 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { generateApiKey } from '../../src/auth/api-key.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { send } from '../helpers/http.js';
+import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
+
+/**
+ * Attack report F4, F5 (headers) and F6, through a real gateway and a recording upstream: every
+ * form is sent with a valid key, and the upstream sees none of it.
+ */
+
+const hex = (c: string, pad: number) => c.charCodeAt(0).toString(16).padStart(pad, '0');
+/** A UTF-8 string as raw header bytes (Node's client writes a header value's characters as latin1). */
+const utf8Bytes = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+const fullWidth = (s: string) => [...s].map((c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)).join('');
+const each = (s: string, f: (c: string) => string) => [...s].map(f).join('');
+
+function keyForms(key: string): [string, string][] {
+  return [
+    ['%u', each(key, (c) => '%u' + hex(c, 4))],
+    [
+      'overlong',
+      each(key, (c) => {
+        const n = c.charCodeAt(0);
+        return `%${(0xc0 | (n >> 6)).toString(16)}%${(0x80 | (n & 0x3f)).toString(16)}`;
+      }),
+    ],
+    ['\\u{}', each(key, (c) => `\\u{${hex(c, 1)}}`)],
+    ['\\u', each(key, (c) => `\\u${hex(c, 4)}`)],
+    ['octal', each(key, (c) => '\\' + c.charCodeAt(0).toString(8).padStart(3, '0'))],
+    ['&#0…;', each(key, (c) => `&#${String(c.charCodeAt(0)).padStart(8, '0')};`)],
+    ['&#x0…;', each(key, (c) => `&#x${hex(c, 5)};`)],
+    ['full-width', utf8Bytes(fullWidth(key))],
+  ];
+}
+
+/** Every text the upstream received: header names and values, and the URL. */
+const seen = (r: Received) => JSON.stringify(r.rawHeaders) + '\n' + r.url;
+
+describe('forms of key material and client-asserted headers never reach the upstream (F4, F5)', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { tiers: [{ name: 'standard', points: 100_000, duration: 60 }] },
+    });
+    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.received.length = 0;
+  });
+
+  test('the presented key in every escape and Unicode form, in any header, is dropped', async () => {
+    for (const [label, form] of keyForms(key)) {
+      upstream.received.length = 0;
+      const r = await send(t.port, '/notify/v1/x', {
+        headers: [
+          ['X-API-Key', key],
+          ['X-Carrier', form],
+          ['Authorization', `Bearer ${form}`],
+          ['X-Innocent', 'stays'],
+        ],
+      });
+      assert.equal(r.status, 200, label);
+      const got = upstream.received[0]!;
+      assert.equal(got.headers['x-carrier'], undefined, label);
+      assert.equal(got.headers.authorization, undefined, label);
+      assert.equal(got.headers['x-innocent'], 'stays', label);
+      assert.ok(!seen(got).includes(form), label);
+    }
+  });
+
+  test('a key split between a header name and its value, or across cookie pairs, is dropped', async () => {
+    const body = key.slice(8);
+    const a = body.slice(0, 19);
+    const b = body.slice(19);
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        [`X-${a}`, b],
+        ['Cookie', `theme=dark; a=${a}; b=${b}`],
+        ['X-Innocent', 'stays'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const text = seen(got).toLowerCase();
+    assert.ok(!text.includes(a.toLowerCase()) && !text.includes(b.toLowerCase()), text);
+    assert.equal(got.headers.cookie, 'theme=dark');
+    assert.equal(got.headers['x-innocent'], 'stays');
+  });
+
+  test("another company's key body, without its prefix, is dropped", async () => {
+    const other = generateApiKey('live');
+    const body = other.slice(8);
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ['X-Other', body],
+        ['Cookie', `sid=${body}; theme=dark`],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    assert.ok(!seen(got).includes(body));
+    assert.equal(got.headers.cookie, 'theme=dark');
+  });
+
+  test('client-IP, identity, tenant and method headers from an untrusted peer are dropped, ordinary ones pass', async () => {
+    const asserted = [
+      'Fly-Client-IP',
+      'X-Vercel-Forwarded-For',
+      'X-Nf-Client-Connection-Ip',
+      'Incap-Client-IP',
+      'X-Sucuri-ClientIP',
+      'Do-Connecting-Ip',
+      'Cdn-Src-Ip',
+      'Ali-Cdn-Real-Ip',
+      'CloudFront-Viewer-Address',
+      'X-Webauth-User',
+      'X-Webauth-Email',
+      'X-authentik-username',
+      'X-Pomerium-Jwt-Assertion',
+      'X-Pomerium-Claim-Email',
+      'Cf-Access-Jwt-Assertion',
+      'Cf-Access-Authenticated-User-Email',
+      'X-Vouch-User',
+      'X-Endpoint-API-UserInfo',
+      'X-Ms-Token-Aad-Id-Token',
+      'X-Hasura-Role',
+      'X-Hasura-User-Id',
+      'X-Hasura-Admin-Secret',
+      'OIDC_CLAIM_sub',
+      'Oidc-Claim-Email',
+      'Impersonate-User',
+      'Impersonate-Group',
+      'X-Impersonate-User',
+      'X-Kong-Consumer-Id',
+      'X-Tyk-Api-Key-Id',
+      'X-Auth-Email',
+      'X-Auth-Username',
+      'X-Role',
+      'X-Roles',
+      'X-Groups',
+      'X-Is-Admin',
+      'Remote-Groups',
+      'X-Jwt-Payload',
+      'X-Middleware-Subrequest',
+      'X-Scope-OrgID',
+      'X-Grafana-Org-Id',
+      'X-Org-Id',
+      'X-Organization-Id',
+      'X-Account-Id',
+      'X-Customer-Id',
+      'X-Project-Id',
+      'X-Workspace-Id',
+      'X-Client-Id',
+      'X-HTTP-Verb',
+      'X-Forwarded-Method',
+    ];
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ...asserted.map((n): [string, string] => [n, `asserted-${n}`]),
+        ['Idempotency-Key', 'kept-1'],
+        ['Accept-Language', 'kept-2'],
+        ['Traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'],
+        ['X-Client-Version', 'kept-3'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const leaked: string[] = [];
+    for (let i = 0; i < got.rawHeaders.length; i += 2)
+      if (got.rawHeaders[i + 1]!.startsWith('asserted-')) leaked.push(got.rawHeaders[i]!);
+    assert.deepEqual(leaked, []);
+    assert.equal(got.headers['idempotency-key'], 'kept-1');
+    assert.equal(got.headers['accept-language'], 'kept-2');
+    assert.equal(got.headers['x-client-version'], 'kept-3');
+    assert.ok(got.headers.traceparent !== undefined);
+    assert.equal(got.method, 'GET');
+  });
+});
+
+describe('dot-like segments and Unicode separators are refused for a key scoped to one path (F6)', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    });
+    const k = await createCompanyAndKey(t.gw.service, 'scoped');
+    key = k.key;
+    const u = await t.gw.service.updateKey(k.id, {
+      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+    });
+    assert.ok(u.ok, JSON.stringify(u));
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('every reported spelling gets the path-check 400 and nothing is forwarded; ordinary paths pass', async () => {
+    assert.equal((await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': key } })).status, 200);
+    upstream.received.length = 0;
+    for (const seg of [
+      '..%20',
+      '..%09',
+      '.%20.',
+      '...',
+      '%2e%2e%2e',
+      '%ef%bc%8e%ef%bc%8e',
+      '%e2%80%a4%e2%80%a4',
+      '..%ef%bc%8f',
+      '..%ef%bc%bc',
+      '%2e%2e%2520',
+    ]) {
+      const r = await send(t.port, `/notify/v1/health/${seg}/otps`, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 400, seg);
+      assert.deepEqual(r.json, { error: 'Bad Request', details: 'Malformed request' }, seg);
+      const end = await send(t.port, `/notify/v1/health/${seg}`, { headers: { 'X-API-Key': key } });
+      assert.equal(end.status, 400, `${seg} at the end`);
+    }
+    assert.deepEqual(
+      upstream.received.map((r) => r.url),
+      [],
+    );
+    // Dots, spaces and non-ASCII that resolve nowhere else: in scope, forwarded as sent.
+    for (const p of [
+      '/notify/v1/health/%ef%bd%86.v2%20x',
+      '/notify/v1/health/a%20.',
+      '/notify/v1/health/..a',
+    ]) {
+      const ok = await send(t.port, p, { headers: { 'X-API-Key': key } });
+      assert.equal(ok.status, 200, p);
+    }
+    assert.deepEqual(
+      upstream.received.map((r) => r.url),
+      ['/notify/v1/health/%ef%bd%86.v2%20x', '/notify/v1/health/a%20.', '/notify/v1/health/..a'],
+    );
+  });
+});
