@@ -321,6 +321,13 @@ export const configSchema = z
         paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS),
         /** Query and matrix parameters that override the method: refused 400 before authentication. */
         methodOverrideParams: z.array(z.string().min(1)).default(DEFAULT_METHOD_OVERRIDE_PARAMS),
+        /**
+         * Form bodies (urlencoded, multipart, or no Content-Type) naming one of methodOverrideParams:
+         * `refuse` reads them whole after the rate limit (within server.bodyLimitBytes) and answers
+         * 400, or 415 when compressed or in a charset that is not ASCII-compatible; `allow` streams
+         * every body unread.
+         */
+        methodOverrideInBody: z.enum(['refuse', 'allow']).default('refuse'),
         /** Query and matrix parameters examined before a key is checked; a URL with more gets 400. */
         maxParams: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_URL_GUARD_LIMITS.maxParams),
         /** Path segments examined before a key is checked; a URL with more gets 400. */

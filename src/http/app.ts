@@ -15,6 +15,7 @@ import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
 import { createRouteMatcher } from '../proxy/routes.js';
+import { createFormOverrideScanner } from '../proxy/method-override.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
 import { createKeyInUrlNotes } from './key-in-url.js';
 import { runInOrder } from './pipeline.js';
@@ -156,6 +157,10 @@ function createProxies(
         : null,
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
     securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
+    formOverride:
+      config.urlKeyGuard.methodOverrideInBody === 'refuse'
+        ? createFormOverrideScanner(config.urlKeyGuard.methodOverrideParams)
+        : null,
   });
 }
 

@@ -1,0 +1,350 @@
+import assert from 'node:assert/strict';
+import { Socket } from 'node:net';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { send, type Reply } from '../helpers/http.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+/**
+ * Method override in a form body (attack report F3, issue 10 findings 9 and 10): Rails, Laravel,
+ * Symfony and Go's gorilla/handlers run the method named by a `_method` form field, so a POST
+ * carrying one would get past the route's `methods` and the key's scopes. Every refusal is checked
+ * on the answer and on the recording upstream, which must have received nothing; every request let
+ * through must reach the upstream byte for byte.
+ */
+
+const OVERRIDE_BODY = {
+  error: 'Bad Request',
+  details: 'Method overrides in a form body are not accepted',
+};
+const FORM = 'application/x-www-form-urlencoded';
+const LIMIT = 4096;
+
+interface Gateway {
+  t: TestGateway;
+  key: string;
+}
+
+async function startWith(
+  upstream: RecordingUpstream,
+  urlKeyGuard: Record<string, unknown> = {},
+): Promise<Gateway> {
+  const t = await startTestGateway({
+    server: { bodyLimitBytes: LIMIT },
+    store: { type: 'memory' },
+    routes: [{ prefix: '/media', target: `${upstream.url}/base`, methods: ['GET', 'POST'] }],
+    rateLimit: { tiers: [{ name: 'big', points: 100_000, duration: 60 }] },
+    urlKeyGuard,
+    log: { level: 'warn' },
+  });
+  assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'big' })).ok);
+  const k = await t.gw.service.createKey('acme', {});
+  assert.ok(k.ok);
+  return { t, key: k.value.key };
+}
+
+function post(g: Gateway, body: string | Buffer, headers: Record<string, string>): Promise<Reply> {
+  return send(g.t.port, '/media/item/1', {
+    method: 'POST',
+    headers: { 'X-API-Key': g.key, 'Content-Length': String(Buffer.byteLength(body)), ...headers },
+    body,
+  });
+}
+
+/** A POST whose body is sent chunked (no Content-Length), in the given pieces. */
+function postChunked(g: Gateway, pieces: string[], headers: Record<string, string>): Promise<Reply> {
+  return send(g.t.port, '/media/item/1', {
+    method: 'POST',
+    headers: { 'X-API-Key': g.key, 'Transfer-Encoding': 'chunked', ...headers },
+    body: pieces.join(''),
+  });
+}
+
+/**
+ * A request written on a raw socket in several TCP writes, each after the gateway had time to read
+ * the previous one (pacing, not an assertion); resolves with everything the gateway sent back.
+ */
+function sendInPieces(port: number, pieces: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = new Socket();
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const done = () => {
+      if (settled) return;
+      settled = true;
+      s.destroy();
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    };
+    s.on('data', (c: Buffer) => {
+      chunks.push(c);
+      // One answer is all this test reads: stop at the end of its body.
+      const text = Buffer.concat(chunks).toString('latin1');
+      const head = text.indexOf('\r\n\r\n');
+      const len = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, head));
+      if (head !== -1 && len && text.length >= head + 4 + Number(len[1])) done();
+    });
+    s.on('error', (e) => (settled ? undefined : reject(e)));
+    s.on('close', done);
+    s.connect(port, '127.0.0.1', async () => {
+      for (const p of pieces) {
+        s.write(p);
+        await new Promise((r) => setTimeout(r, 40));
+      }
+    });
+  });
+}
+
+function multipart(boundary: string, parts: { disposition: string; content: string }[]): string {
+  return (
+    parts
+      .map((p) => `--${boundary}\r\nContent-Disposition: ${p.disposition}\r\n\r\n${p.content}\r\n`)
+      .join('') + `--${boundary}--\r\n`
+  );
+}
+
+describe('method override in a form body', () => {
+  let upstream: RecordingUpstream;
+  let g: Gateway;
+
+  before(async () => {
+    upstream = await startUpstream();
+    g = await startWith(upstream);
+  });
+  after(async () => {
+    await g?.t.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.received.length = 0;
+  });
+
+  test('the route refuses DELETE itself (the method the override would smuggle)', async () => {
+    const r = await send(g.t.port, '/media/item/1', { method: 'DELETE', headers: { 'X-API-Key': g.key } });
+    assert.equal(r.status, 405);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  const urlencoded: Record<string, string> = {
+    '_method=DELETE': '_method=DELETE',
+    'after another field': 'a=1&_method=DELETE&b=2',
+    'leading space (+)': '+_method=DELETE',
+    'leading spaces (%20)': '%20%20_method=DELETE',
+    'leading dot (PHP: . → _)': '.method=DELETE',
+    'leading space then dot': '+.method=DELETE',
+    'upper case': '_METHOD=DELETE',
+    'array (_method[])': '_method[]=DELETE',
+    'array with index': '_method[0]=DELETE',
+    '%-encoded name': '%5Fmethod=PUT',
+    'NUL after the name (PHP stops there)': '_method%00x=DELETE',
+    'after a ; separator': 'a=1;_method=DELETE',
+    'X-HTTP-Method-Override': 'X-HTTP-Method-Override=DELETE',
+    'x_http_method (PHP-style name)': 'x_http_method=DELETE',
+    'no value': '_method',
+  };
+  for (const [name, body] of Object.entries(urlencoded)) {
+    test(`urlencoded, ${name}: 400, nothing forwarded`, async () => {
+      const r = await post(g, body, { 'Content-Type': FORM });
+      assert.equal(r.status, 400, r.body);
+      assert.deepEqual(r.json, OVERRIDE_BODY);
+      assert.match(String(r.headers['content-type']), /^application\/json/);
+      assert.equal(upstream.received.length, 0);
+    });
+  }
+
+  test('Content-Type in any case, with parameters, or absent (Rack parses a POST without one as a form)', async () => {
+    for (const type of [
+      'Application/X-WWW-Form-URLEncoded; charset=UTF-8',
+      'application/x-www-form-urlencoded ;charset="utf-8"',
+      'MULTIPART/FORM-DATA; boundary=b',
+      undefined,
+    ]) {
+      const body = type?.toLowerCase().startsWith('multipart')
+        ? multipart('b', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }])
+        : '_method=DELETE';
+      const r = await post(g, body, type === undefined ? {} : { 'Content-Type': type });
+      assert.equal(r.status, 400, `${type}: ${r.body}`);
+      assert.deepEqual(r.json, OVERRIDE_BODY);
+    }
+    assert.equal(upstream.received.length, 0);
+  });
+
+  const multiparts: Record<string, string> = {
+    'name="_method"': 'form-data; name="_method"',
+    'name=_method (token)': 'form-data; name=_method',
+    'NAME = "_METHOD"': 'form-data; NAME = "_METHOD"',
+    'quoted-pair': 'form-data; name="\\_method"',
+    'array name': 'form-data; name="_method[]"',
+    'leading space': 'form-data; name=" _method"',
+    'RFC 2231 (name*)': "form-data; name*=utf-8''%5Fmethod",
+    'RFC 2231 continuation (Go)': 'form-data; name*0="_me"; name*1="thod"',
+    'continuation out of order': 'form-data; name*1="thod"; name*0="_me"',
+  };
+  for (const [name, disposition] of Object.entries(multiparts)) {
+    test(`multipart, ${name}: 400, nothing forwarded`, async () => {
+      const body = multipart('XyZ', [
+        { disposition: 'form-data; name="title"', content: 'hello' },
+        { disposition, content: 'DELETE' },
+      ]);
+      const r = await post(g, body, { 'Content-Type': 'multipart/form-data; boundary=XyZ' });
+      assert.equal(r.status, 400, r.body);
+      assert.deepEqual(r.json, OVERRIDE_BODY);
+      assert.equal(upstream.received.length, 0);
+    });
+  }
+
+  test('a chunked form body: 400, nothing forwarded', async () => {
+    const r = await postChunked(g, ['a=1&', '_method=DELETE'], { 'Content-Type': FORM });
+    assert.equal(r.status, 400, r.body);
+    assert.deepEqual(r.json, OVERRIDE_BODY);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('a body split across TCP writes, the name spanning the split (Content-Length and chunked)', async () => {
+    const head = (framing: string) =>
+      `POST /media/item/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: ${g.key}\r\nContent-Type: ${FORM}\r\n${framing}\r\n`;
+    const body = 'a=1&_method=DELETE';
+    const withLength = await sendInPieces(g.t.port, [
+      head(`Content-Length: ${body.length}\r\n`),
+      'a=1&_me',
+      'thod=DELETE',
+    ]);
+    assert.match(withLength, /^HTTP\/1\.1 400 /);
+    assert.ok(withLength.endsWith(JSON.stringify(OVERRIDE_BODY)), withLength);
+    const chunked = await sendInPieces(g.t.port, [
+      head('Transfer-Encoding: chunked\r\n'),
+      '7\r\na=1&_me\r\n',
+      'b\r\nthod=DELETE\r\n',
+      '0\r\n\r\n',
+    ]);
+    assert.match(chunked, /^HTTP\/1\.1 400 /);
+    assert.ok(chunked.endsWith(JSON.stringify(OVERRIDE_BODY)), chunked);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('a compressed form body is refused 415 (the gateway cannot read it), nothing forwarded', async () => {
+    for (const encoding of ['gzip', 'deflate, identity', 'br']) {
+      const r = await post(g, gzipSync('_method=DELETE'), {
+        'Content-Type': FORM,
+        'Content-Encoding': encoding,
+      });
+      assert.equal(r.status, 415, `${encoding}: ${r.body}`);
+      assert.equal((r.json as { error: string }).error, 'Unsupported Media Type');
+    }
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('a form body in a charset that is not ASCII-compatible is refused 415, nothing forwarded', async () => {
+    for (const charset of ['utf-16le', 'UTF-16', '"utf-32"', 'ibm037', 'utf-7']) {
+      const body = Buffer.from('_method=DELETE', 'utf16le');
+      const r = await post(g, body, { 'Content-Type': `${FORM}; charset=${charset}` });
+      assert.equal(r.status, 415, `${charset}: ${r.body}`);
+    }
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('a form body over the limit: 413 whether declared or streamed, nothing forwarded', async () => {
+    const big = `a=${'x'.repeat(LIMIT)}`;
+    const declared = await post(g, big, { 'Content-Type': FORM });
+    assert.equal(declared.status, 413);
+    const streamed = await postChunked(g, [big], { 'Content-Type': FORM });
+    assert.equal(streamed.status, 413);
+    assert.equal((streamed.json as { error: string }).error, 'Payload Too Large');
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('ordinary form bodies are forwarded byte for byte', async () => {
+    const bodies: [string, string, Record<string, string>][] = [
+      ['form', 'a=1&method=x&name=_method&note=_method%3DDELETE&x_method=y', { 'Content-Type': FORM }],
+      [
+        'multipart with a file that mentions _method',
+        multipart('B0und', [
+          { disposition: 'form-data; name="title"', content: '_method=DELETE' },
+          {
+            disposition: 'form-data; name="file"; filename="_method.txt"',
+            content: 'bytes \u00e9 \u0000 here',
+          },
+        ]),
+        { 'Content-Type': 'multipart/form-data; boundary=B0und' },
+      ],
+      ['JSON naming _method', '{"_method":"DELETE","a":[1,2]}', { 'Content-Type': 'application/json' }],
+    ];
+    for (const [name, body, headers] of bodies) {
+      upstream.received.length = 0;
+      const r = await post(g, body, headers);
+      assert.equal(r.status, 200, `${name}: ${r.body}`);
+      assert.equal(upstream.received.length, 1, name);
+      const got = upstream.received[0]!;
+      assert.equal(got.method, 'POST');
+      assert.equal(got.url, '/base/media/item/1');
+      assert.deepEqual(got.body, Buffer.from(body), name);
+      assert.equal(got.headers['content-length'], String(Buffer.byteLength(body)), name);
+      assert.equal(got.headers['content-type'], headers['Content-Type'], name);
+    }
+  });
+
+  test('a chunked ordinary form body is forwarded whole, with its length', async () => {
+    const r = await postChunked(g, ['a=1&', 'b=2&method=GET'], { 'Content-Type': FORM });
+    assert.equal(r.status, 200, r.body);
+    assert.equal(upstream.received.length, 1);
+    assert.equal(upstream.received[0]!.body.toString(), 'a=1&b=2&method=GET');
+    assert.equal(upstream.received[0]!.headers['content-length'], '18');
+  });
+
+  test('a form body after Expect: 100-continue is read and forwarded', async () => {
+    const raw = await sendInPieces(g.t.port, [
+      `POST /media/item/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: ${g.key}\r\nContent-Type: ${FORM}\r\n` +
+        'Content-Length: 3\r\nExpect: 100-continue\r\n\r\n',
+      'a=1',
+    ]);
+    assert.match(raw, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    assert.equal(upstream.received.length, 1);
+    assert.equal(upstream.received[0]!.body.toString(), 'a=1');
+  });
+
+  test('an unauthenticated form body is not read: 401 first', async () => {
+    const r = await send(g.t.port, '/media/item/1', {
+      method: 'POST',
+      headers: { 'Content-Type': FORM },
+      body: '_method=DELETE',
+    });
+    assert.equal(r.status, 401);
+    assert.equal(upstream.received.length, 0);
+  });
+});
+
+describe('method override in a form body, urlKeyGuard.methodOverrideInBody: allow', () => {
+  let upstream: RecordingUpstream;
+  let g: Gateway;
+
+  before(async () => {
+    upstream = await startUpstream();
+    g = await startWith(upstream, { methodOverrideInBody: 'allow' });
+  });
+  after(async () => {
+    await g?.t.close();
+    await upstream?.close();
+  });
+
+  test('the body is forwarded as it came, streamed', async () => {
+    const bodies: [string, Record<string, string>][] = [
+      ['_method=DELETE', { 'Content-Type': FORM }],
+      [
+        multipart('b', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }]),
+        { 'Content-Type': 'multipart/form-data; boundary=b' },
+      ],
+    ];
+    for (const [body, headers] of bodies) {
+      upstream.received.length = 0;
+      const r = await post(g, body, headers);
+      assert.equal(r.status, 200, r.body);
+      assert.equal(upstream.received.length, 1);
+      assert.equal(upstream.received[0]!.body.toString(), body);
+    }
+    upstream.received.length = 0;
+    const gz = gzipSync('_method=DELETE');
+    const r = await post(g, gz, { 'Content-Type': FORM, 'Content-Encoding': 'gzip' });
+    assert.equal(r.status, 200, r.body);
+    assert.deepEqual(upstream.received[0]!.body, gz);
+  });
+});
