@@ -284,6 +284,10 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
       next.windows.map((w) => w.remaining),
       [89 + 9, 989 + 9],
     );
+    // Once more: the carry went back once, so only this lease's 9 go back now.
+    clock.t += next.windows[0]!.msBeforeReset;
+    assert.equal((await l.consume('acme', ws)).allowed, true);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [2 + 10, 2 + 10]);
   });
 
   test('a refusal is answered locally until the refusing window ends, even with Redis down', async () => {
@@ -397,6 +401,11 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     const [other] = windows([100, 60]);
     assert.equal((await l.consume('acme', [{ ...other!, duration: 120 }])).allowed, true);
     assert.equal(await counter(c, other!), 10);
+    // Two windows, then the second one's duration only: a new take from both.
+    const pair = windows([100, 60], [1000, 120]);
+    assert.equal((await l.consume('pair', pair)).allowed, true);
+    assert.equal((await l.consume('pair', [pair[0]!, { ...pair[1]!, duration: 240 }])).allowed, true);
+    assert.deepEqual([await counter(c, pair[0]!), await counter(c, pair[1]!)], [20, 20]);
     // A window added: a take from both.
     const [added] = windows([100, 30]);
     assert.equal((await l.consume('acme', [{ ...other!, duration: 120 }, added!])).allowed, true);
@@ -454,11 +463,14 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     const held = (): number => (l as unknown as { leases: Map<string, unknown> }).leases.size;
     const [long] = windows([1000, 600]);
     assert.equal((await l.consume('keep', [long!])).allowed, true); // one point left, for 600 s
+    // Its 60 s window ends with the others, its 600 s one does not: kept too.
+    const mixed = windows([1000, 600], [5, 60]);
+    assert.equal((await l.consume('mixed', mixed)).allowed, true);
     const tag = `sweep${++seq}`;
-    // 9,999 more subjects, 1,000 at a time.
-    for (let from = 0; from < 9_999; from += 1_000) {
+    // 9,998 more subjects, 1,000 at a time.
+    for (let from = 0; from < 9_998; from += 1_000) {
       const ds = await Promise.all(
-        Array.from({ length: Math.min(1_000, 9_999 - from) }, (_, i) =>
+        Array.from({ length: Math.min(1_000, 9_998 - from) }, (_, i) =>
           l.consume(`s${from + i}`, [{ key: `gw:rl:{${tag}-${from + i}}:c60`, points: 5, duration: 60 }]),
         ),
       );
@@ -468,8 +480,12 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     // Every 60 s window has ended locally; the 600 s one has not.
     clock.t += 61_000;
     assert.equal((await l.consume('new', windows([5, 60]))).allowed, true);
-    assert.equal(held(), 2);
-    // The lease kept still serves its point locally.
+    assert.equal(held(), 3);
+    // Kept, 'mixed' still gives its unused point back with its next take (a dropped lease would not):
+    // 2 − 1 + 2.
+    assert.equal((await l.consume('mixed', mixed)).allowed, true);
+    assert.equal(await counter(c, mixed[0]!), 3);
+    // And 'keep' still serves its point locally.
     assert.equal((await l.consume('keep', [long!])).allowed, true);
     assert.equal(await counter(c, long!), 2);
   });
