@@ -10,13 +10,24 @@
 
 const BUILD = '.mutation-build';
 
-// One folder (or file) of src at a time, against its own unit tests only: MUTATION_FOLDER=proxy
-// (or auth, ratelimit, signing.ts, admin/service.ts) npx stryker run --concurrency 1.
+// Test files outside test/unit that a folder's run also uses: code whose tests need more than one
+// process or a real server (LeaseLimiter: several instances on one real redis-server). They are
+// transpiled with the rest and run in the whole run too.
+const EXTRA_TESTS = {
+  ratelimit: ['test/integration/lease-limiter.test.ts'],
+};
+const js = (ts) => `${BUILD}/${ts.replace(/\.ts$/, '.js')}`;
+
+// One folder (or file) of src at a time, against its own unit tests (and its EXTRA_TESTS) only:
+// MUTATION_FOLDER=proxy (or auth, ratelimit, signing.ts, admin/service.ts) npx stryker run --concurrency 1.
 const FOLDER = process.env.MUTATION_FOLDER;
 const one = FOLDER
   ? {
       mutate: [FOLDER.endsWith('.ts') ? `src/${FOLDER}` : `src/${FOLDER}/**/*.ts`],
-      testFiles: [`${BUILD}/test/unit/${FOLDER.replace(/\.ts$/, '')}{,/**/*}.test.js`],
+      testFiles: [
+        `${BUILD}/test/unit/${FOLDER.replace(/\.ts$/, '')}{,/**/*}.test.js`,
+        ...(EXTRA_TESTS[FOLDER] ?? []).map(js),
+      ],
       reports: `reports/mutation/${FOLDER.replace(/[/.]/g, '-')}`,
     }
   : null;
@@ -26,11 +37,15 @@ export default {
   testRunner: 'tap',
   plugins: ['@stryker-mutator/tap-runner'],
   buildCommand:
-    `esbuild src/**/*.ts test/unit/**/*.ts test/helpers/**/*.ts --outdir=${BUILD} --outbase=. ` +
+    `esbuild src/**/*.ts test/unit/**/*.ts test/helpers/**/*.ts ${Object.values(EXTRA_TESTS).flat().join(' ')} ` +
+    `--outdir=${BUILD} --outbase=. ` +
     '--format=esm --platform=node --target=node20 --log-level=warning',
   tap: {
     // These read config/, docs/ or deploy/ next to their source, and cover none of the mutated files.
-    testFiles: one?.testFiles ?? [`${BUILD}/test/unit/**/!(config|load|errors|deploy-manifests).test.js`],
+    testFiles: one?.testFiles ?? [
+      `${BUILD}/test/unit/**/!(config|load|errors|deploy-manifests).test.js`,
+      ...Object.values(EXTRA_TESTS).flat().map(js),
+    ],
     nodeArgs: [],
     forceBail: true,
   },

@@ -187,6 +187,309 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     }
   });
 
+  // One instance with a manual clock (`now`): a lease's local end, its reset times and the moment a
+  // refusal is asked again are then exact, while Redis keeps its own (real) clock and windows.
+  async function manual(lease: { maxLease: number; divisor: number }, c?: RedisClient) {
+    const clock = { t: 1_000_000 };
+    const l = new LeaseLimiter({ ...lease, redis: c ?? (await client()), now: () => clock.t });
+    return { l, clock };
+  }
+
+  test('options are checked; the lease size is floor(points / divisor) clamped to [1, maxLease]', async () => {
+    const c = await client();
+    for (const bad of [{ maxLease: 0 }, { maxLease: 1.5 }])
+      assert.throws(() => new LeaseLimiter({ redis: c, divisor: 1, ...bad }), {
+        name: 'TypeError',
+        message: 'maxLease must be an integer >= 1',
+      });
+    for (const bad of [{ divisor: 0 }, { divisor: 2.5 }])
+      assert.throws(() => new LeaseLimiter({ redis: c, maxLease: 1, ...bad }), {
+        name: 'TypeError',
+        message: 'divisor must be an integer >= 1',
+      });
+    // The smallest options are valid: one point per Redis call.
+    const one = new LeaseLimiter({ redis: c, maxLease: 1, divisor: 1 });
+    await assert.rejects(one.consume('acme', []), {
+      name: 'TypeError',
+      message: 'at least one window is needed',
+    });
+    const ws = windows([5, 60]);
+    assert.equal((await one.consume('acme', ws)).allowed, true);
+    assert.equal(await counter(c, ws[0]!), 1);
+    assert.equal(LeaseLimiter.leaseSize(30, 100, 64), 1);
+    assert.equal(LeaseLimiter.leaseSize(640, 100, 64), 10);
+    assert.equal(LeaseLimiter.leaseSize(100_000, 100, 64), 100);
+  });
+
+  test('one take serves a lease locally: admitted, remaining and reset are exact', async () => {
+    const { l, clock } = await manual({ maxLease: 10, divisor: 2 });
+    const c = clients.at(-1)!;
+    const ws = windows([100, 60], [1000, 120]);
+    const first = await l.consume('acme', ws);
+    assert.equal(first.allowed, true);
+    assert.equal(first.refusedBy, -1);
+    // min(floor(100 / 2), floor(1000 / 2), 10) = 10 taken from both windows; 9 left locally.
+    assert.deepEqual(
+      first.windows.map((w) => [w.points, w.duration, w.remaining]),
+      [
+        [100, 60, 90 + 9],
+        [1000, 120, 990 + 9],
+      ],
+    );
+    const [r60, r120] = first.windows.map((w) => w.msBeforeReset) as [number, number];
+    assert.ok(r60 > 50_000 && r60 <= 60_000, `reset of the 60 s window: ${r60}`);
+    assert.ok(r120 > 110_000 && r120 <= 120_000, `reset of the 120 s window: ${r120}`);
+    for (let i = 8; i >= 0; i--) {
+      clock.t += 1000;
+      const d = await l.consume('acme', ws);
+      assert.equal(d.allowed, true);
+      assert.deepEqual(
+        d.windows.map((w) => w.remaining),
+        [90 + i, 990 + i],
+      );
+      // Local time: the same window ends, 1 s nearer.
+      assert.deepEqual(
+        d.windows.map((w) => w.msBeforeReset),
+        [r60 - 1000 * (9 - i), r120 - 1000 * (9 - i)],
+      );
+    }
+    // Ten requests, one Redis call.
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [10, 10]);
+    // The eleventh takes the next lease.
+    assert.equal((await l.consume('acme', ws)).allowed, true);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [20, 20]);
+  });
+
+  test('concurrent requests of one subject share one Redis call', async () => {
+    const { l } = await manual({ maxLease: 10, divisor: 1 });
+    const ws = windows([1000, 60]);
+    const all = await Promise.all(Array.from({ length: 10 }, () => l.consume('acme', ws)));
+    assert.equal(all.filter((d) => d.allowed).length, 10);
+    assert.equal(await counter(clients.at(-1)!, ws[0]!), 10);
+  });
+
+  test('a lease ends exactly at its shortest window’s local end; its rest goes back with the next take', async () => {
+    const { l, clock } = await manual({ maxLease: 10, divisor: 1 });
+    const c = clients.at(-1)!;
+    const ws = windows([100, 60], [1000, 120]);
+    const first = await l.consume('acme', ws);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [10, 10]);
+    // The lease's end, locally; Redis's windows (on its own clock) are still the same ones, so the 9
+    // unused points go back to both before the next lease of 10 is taken.
+    clock.t += first.windows[0]!.msBeforeReset;
+    const next = await l.consume('acme', ws);
+    assert.equal(next.allowed, true);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [1 + 10, 1 + 10]);
+    assert.deepEqual(
+      next.windows.map((w) => w.remaining),
+      [89 + 9, 989 + 9],
+    );
+    // Once more: the carry went back once, so only this lease's 9 go back now.
+    clock.t += next.windows[0]!.msBeforeReset;
+    assert.equal((await l.consume('acme', ws)).allowed, true);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [2 + 10, 2 + 10]);
+  });
+
+  test('a refusal is answered locally until the refusing window ends, even with Redis down', async () => {
+    const own = await startRedis();
+    try {
+      const c = createRedisClient({
+        url: own.url,
+        keyPrefix: 'gw:',
+        commandTimeoutMs: 500,
+        connectTimeoutMs: 500,
+      });
+      clients.push(c);
+      assert.ok(await waitForReady(c, 5000));
+      const { l, clock } = await manual({ maxLease: 1, divisor: 1 }, c);
+      // The 2 s window has room; the 60 s one is full after 3.
+      const ws = windows([100, 2], [3, 60]);
+      for (let i = 0; i < 3; i++) assert.equal((await l.consume('acme', ws)).allowed, true);
+      const refused = await l.consume('acme', ws);
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.refusedBy, 1);
+      assert.deepEqual(
+        refused.windows.map((w) => w.remaining),
+        [97, 0],
+      );
+      const until = refused.windows[1]!.msBeforeReset;
+      assert.ok(until > 50_000 && until <= 60_000, `reset of the 60 s window: ${until}`);
+      // The refusal took nothing.
+      assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [3, 3]);
+      await own.kill();
+      // Until the client has seen the connection go (bounded), so that the limiter's own check answers.
+      for (const end = Date.now() + 5000; c.status === 'ready' && Date.now() < end;)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.notEqual(c.status, 'ready');
+      // The 2 s window has ended locally: its reset is 0, never negative; the refusal still holds.
+      clock.t += 5000;
+      const later = await l.consume('acme', ws);
+      assert.equal(later.allowed, false);
+      assert.equal(later.refusedBy, 1);
+      assert.deepEqual(
+        later.windows.map((w) => w.msBeforeReset),
+        [0, until - 5000],
+      );
+      clock.t += until - 5000 - 1;
+      assert.equal((await l.consume('acme', ws)).allowed, false);
+      // The 60 s window has ended: Redis must be asked, and it is down.
+      clock.t += 1;
+      await assert.rejects(l.consume('acme', ws), { message: /^Redis is not ready \(\w+\)$/ });
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test('the refusing window is the full one that resets last; one window full takes nothing from the others', async () => {
+    const { l } = await manual({ maxLease: 1, divisor: 1 });
+    const c = clients.at(-1)!;
+    const ws = windows([2, 60], [5, 30], [2, 120]);
+    for (let i = 0; i < 2; i++) assert.equal((await l.consume('acme', ws)).allowed, true);
+    const d = await l.consume('acme', ws);
+    assert.equal(d.allowed, false);
+    // The 60 s and the 120 s windows are full: Retry-After is the 120 s one's.
+    assert.equal(d.refusedBy, 2);
+    assert.ok(d.windows[2]!.msBeforeReset > 110_000);
+    assert.equal(await counter(c, ws[1]!), 2);
+  });
+
+  test('a grant is floor(free / divisor) of the window with least room, never below 1 point', async () => {
+    const { l } = await manual({ maxLease: 100, divisor: 4 });
+    const c = clients.at(-1)!;
+    const ws = windows([1000, 60], [30, 120]);
+    // The counters after each take: the grants 7, 5, 4, 3, 2, 2, then 1 each (floor(3 / 4) = 0 is
+    // raised to 1), the 30 s window binding throughout; then refusals.
+    const seen: number[] = [];
+    let admitted = 0;
+    for (let i = 0; i < 40; i++) {
+      if ((await l.consume('acme', ws)).allowed) admitted++;
+      const used = await counter(c, ws[1]!);
+      if (seen.at(-1) !== used) seen.push(used);
+    }
+    assert.equal(admitted, 30);
+    assert.deepEqual(seen, [7, 12, 16, 19, 21, 23, 24, 25, 26, 27, 28, 29, 30]);
+    assert.equal(await counter(c, ws[0]!), 30);
+  });
+
+  test('a counter left without expiry gets its window again', async () => {
+    const { l } = await manual({ maxLease: 5, divisor: 1 });
+    const c = clients.at(-1)!;
+    const ws = windows([100, 60]);
+    await c.set(ws[0]!.key, '40');
+    const d = await l.consume('acme', ws);
+    assert.equal(d.allowed, true);
+    assert.equal(await counter(c, ws[0]!), 45);
+    const pttl = await c.pttl(ws[0]!.key);
+    assert.ok(pttl > 50_000 && pttl <= 60_000, `pttl ${pttl}`);
+    assert.ok(d.windows[0]!.msBeforeReset > 50_000 && d.windows[0]!.msBeforeReset <= 60_000);
+    assert.equal(d.windows[0]!.remaining, 55 + 4);
+  });
+
+  test('a changed limit starts a new lease: other points, duration, key or windows', async () => {
+    const { l } = await manual({ maxLease: 10, divisor: 1 });
+    const c = clients.at(-1)!;
+    const [w] = windows([100, 60]);
+    assert.equal((await l.consume('acme', [w!])).allowed, true); // 9 left in the lease
+    // Lowered to 5: the window already holds 10, so the old lease must not serve.
+    const lower = await l.consume('acme', [{ ...w!, points: 5 }]);
+    assert.equal(lower.allowed, false);
+    assert.equal(await counter(c, w!), 10);
+    // Another duration over the same counter: a new take.
+    assert.equal((await l.consume('acme', [{ ...w!, duration: 120 }])).allowed, true);
+    assert.equal(await counter(c, w!), 20);
+    // Another key: counted there.
+    const [other] = windows([100, 60]);
+    assert.equal((await l.consume('acme', [{ ...other!, duration: 120 }])).allowed, true);
+    assert.equal(await counter(c, other!), 10);
+    // Two windows, then the second one's duration only: a new take from both.
+    const pair = windows([100, 60], [1000, 120]);
+    assert.equal((await l.consume('pair', pair)).allowed, true);
+    assert.equal((await l.consume('pair', [pair[0]!, { ...pair[1]!, duration: 240 }])).allowed, true);
+    assert.deepEqual([await counter(c, pair[0]!), await counter(c, pair[1]!)], [20, 20]);
+    // A window added: a take from both.
+    const [added] = windows([100, 30]);
+    assert.equal((await l.consume('acme', [{ ...other!, duration: 120 }, added!])).allowed, true);
+    assert.deepEqual([await counter(c, other!), await counter(c, added!)], [20, 10]);
+  });
+
+  test('close() gives back to the windows still running only, once; afterwards leases are single points', async () => {
+    const { l, clock } = await manual({ maxLease: 10, divisor: 1 });
+    const c = clients.at(-1)!;
+    const ws = windows([100, 60], [1000, 120]);
+    const first = await l.consume('acme', ws);
+    // The 60 s window has ended locally (a lease is never spent past it), the 120 s one runs on:
+    // the 9 unused points go back to it alone.
+    clock.t += first.windows[0]!.msBeforeReset;
+    await l.close();
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [10, 1]);
+    // Nothing is left to give back a second time.
+    await l.close();
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [10, 1]);
+    // After close, each request takes one point: nothing would be given back any more.
+    assert.equal((await l.consume('acme', ws)).allowed, true);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [11, 2]);
+    assert.equal((await l.consume('acme', ws)).allowed, true);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [12, 3]);
+  });
+
+  test('a take that fails keeps its carry: close() gives it back to the windows still running', async () => {
+    const { l, clock } = await manual({ maxLease: 10, divisor: 1 });
+    const c = clients.at(-1)!;
+    const ws = windows([100, 60], [1000, 120]);
+    const first = await l.consume('acme', ws);
+    clock.t += first.windows[0]!.msBeforeReset;
+    // The lease has ended locally: its 9 points are to go back with the next take. That take fails
+    // (a script error: the 60 s counter is no longer a number) before it changes anything.
+    await c.del(ws[0]!.key);
+    await c.hset(ws[0]!.key, 'x', '1');
+    await assert.rejects(l.consume('acme', ws), /WRONGTYPE/);
+    assert.equal(await counter(c, ws[1]!), 10);
+    // The 9 are still this instance's to give back: to the 120 s window, the one still running.
+    await l.close();
+    assert.equal(await counter(c, ws[1]!), 1);
+  });
+
+  test('memory stays bounded: at 10,000 subjects, leases whose windows have all ended are dropped', async () => {
+    // Its own connection with a longer command timeout: 10,000 calls on a loaded machine.
+    const c = createRedisClient({
+      url: redis.url,
+      keyPrefix: 'gw:',
+      commandTimeoutMs: 20_000,
+      connectTimeoutMs: 2000,
+    });
+    clients.push(c);
+    assert.ok(await waitForReady(c, 5000));
+    const { l, clock } = await manual({ maxLease: 2, divisor: 1 }, c);
+    const held = (): number => (l as unknown as { leases: Map<string, unknown> }).leases.size;
+    const [long] = windows([1000, 600]);
+    assert.equal((await l.consume('keep', [long!])).allowed, true); // one point left, for 600 s
+    // Its 60 s window ends with the others, its 600 s one does not: kept too.
+    const mixed = windows([1000, 600], [5, 60]);
+    assert.equal((await l.consume('mixed', mixed)).allowed, true);
+    const tag = `sweep${++seq}`;
+    // 9,998 more subjects, 1,000 at a time.
+    for (let from = 0; from < 9_998; from += 1_000) {
+      const ds = await Promise.all(
+        Array.from({ length: Math.min(1_000, 9_998 - from) }, (_, i) =>
+          l.consume(`s${from + i}`, [{ key: `gw:rl:{${tag}-${from + i}}:c60`, points: 5, duration: 60 }]),
+        ),
+      );
+      assert.ok(ds.every((d) => d.allowed));
+    }
+    assert.equal(held(), 10_000);
+    // Every 60 s window has ended locally; the 600 s one has not.
+    clock.t += 61_000;
+    assert.equal((await l.consume('new', windows([5, 60]))).allowed, true);
+    assert.equal(held(), 3);
+    // Kept, 'mixed' still gives its unused point back with its next take (a dropped lease would not):
+    // 2 − 1 + 2.
+    assert.equal((await l.consume('mixed', mixed)).allowed, true);
+    assert.equal(await counter(c, mixed[0]!), 3);
+    // And 'keep' still serves its point locally.
+    assert.equal((await l.consume('keep', [long!])).allowed, true);
+    assert.equal(await counter(c, long!), 2);
+  });
+
   test("per company and per key across 3 instances: a key's stricter window and the company's are each exact", async () => {
     const limiters = await Promise.all(
       Array.from(
