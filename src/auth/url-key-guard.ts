@@ -1,4 +1,5 @@
 import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
+import { KEY_CHECKSUM_LENGTH, KEY_RANDOM_LENGTH } from './api-key.js';
 import { percentDecode } from './percent-decode.js';
 
 /**
@@ -49,10 +50,21 @@ const NO_LIMIT = { undecided: false, decodeBudget: Infinity };
 /**
  * A method-override name: squashed like a key name, but a leading `_`, `-` or `.` counts, so
  * `_method` (what method-override, Rails and Laravel read) is not `method`, a common parameter.
+ * Read the way PHP reads parameter names (Laravel, Symfony): leading spaces dropped (a `+` is one in
+ * a query), then ` `, `.` and `[` read as `_`; and the way Rack does, leading `[` and `]` dropped.
+ * So `%20_method`, `+_method`, `.method`, `_method[]` and `[_method]` are `_method`; ` method` is
+ * still `method`. Control characters count as spaces too (no framework reads them as a name).
  */
 function overrideName(decoded: string, squashed = squashName(decoded)): string {
-  const c = decoded.charCodeAt(0);
+  let i = 0;
+  while (i < decoded.length && isIgnoredLead(decoded.charCodeAt(i))) i++;
+  const c = decoded.charCodeAt(i);
   return c === 95 || c === 45 || c === 46 ? `_${squashed}` : squashed;
+}
+
+/** A space or control character, `+`, `[` or `]`: dropped before a method-override name. */
+function isIgnoredLead(c: number): boolean {
+  return c <= 32 || c === 43 || c === 91 || c === 93;
 }
 
 /**
@@ -92,21 +104,29 @@ export function createUrlKeyGuard(
       overrideNames,
       methodOverride: false,
       decodeBudget: DECODE_BUDGET_PER_CHAR * url.length + DECODE_BUDGET_MIN,
+      everything: new BareBodyScan(),
+      values: new BareBodyScan(),
+      joinedValues: '',
     };
     let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
-    if (overLimit) collectKeyShaped(url, scan.candidates);
+    if (overLimit) collectKeyMaterial(url, scan.candidates);
     else {
       const decoded = decodeRepeatedly(path, scan);
       collectKeyShaped(decoded, scan.candidates);
+      scan.everything.feed(decoded, scan.candidates);
       // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too; after the first
       // `;` every later segment is read as one.
       const semi = decoded.indexOf(';');
       if (semi !== -1) overLimit = !checkPairs(decoded, semi + 1, true, scan);
-      if (overLimit) collectKeyShaped(url.slice(path.length), scan.candidates);
+      if (overLimit) collectKeyMaterial(url.slice(path.length), scan.candidates);
       else if (q !== -1) overLimit = !checkPairs(url, q + 1, false, scan);
+      // A key split over parameters (`x=nk_live_AbC…&y=…xYz`): the values, joined in order.
+      collectKeyShaped(scan.joinedValues, scan.candidates);
     }
     const found = scan.candidates.length > 0 || scan.undecided;
-    const result: UrlKeyCheck = found ? { found, candidates: scan.candidates } : { found };
+    // A key is often found twice (its shape, its bare body): each candidate once.
+    const candidates = scan.candidates.length > 1 ? [...new Set(scan.candidates)] : scan.candidates;
+    const result: UrlKeyCheck = found ? { found, candidates } : { found };
     if (scan.undecided) (result as { undecided?: boolean }).undecided = true;
     if (scan.methodOverride) result.methodOverride = true;
     if (overLimit) result.overLimit = true;
@@ -128,6 +148,12 @@ interface PairScan {
   decodeBudget: number;
   /** Pieces left to examine one by one. */
   budget: number;
+  /** Bare key bodies in the decoded path, names and values, read as one stream (see BareBodyScan). */
+  everything: BareBodyScan;
+  /** Bare key bodies in the decoded parameter values alone, joined (a key split over `x=…&y=…`). */
+  values: BareBodyScan;
+  /** The decoded parameter values, joined in order: searched for `nk_` shapes at the end. */
+  joinedValues: string;
 }
 
 /**
@@ -168,13 +194,18 @@ function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
   const squashed = squashName(name, scan.longestName);
   if (scan.overrideNames.size > 0 && scan.overrideNames.has(overrideName(name, squashed)))
     scan.methodOverride = true;
+  let value: string;
   if (scan.names.has(squashed)) {
     const plain = rawValue.includes('+') ? rawValue.replaceAll('+', ' ') : rawValue;
-    const value = decodeRepeatedly(plain, scan);
+    value = decodeRepeatedly(plain, scan);
     scan.candidates.push(value);
-  } else collectKeyShaped(decodeRepeatedly(rawValue, scan), scan.candidates);
+  } else collectKeyShaped((value = decodeRepeatedly(rawValue, scan)), scan.candidates);
   // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
   collectKeyShaped(name, scan.candidates);
+  scan.everything.feed(name, scan.candidates);
+  scan.everything.feed(value, scan.candidates);
+  scan.values.feed(value, scan.candidates);
+  scan.joinedValues += value;
 }
 
 /**
@@ -218,6 +249,113 @@ function collectKeyShaped(text: string, out: string[]): void {
   }
 }
 
+/** Key shapes and bare bodies in text read as sent (past a cap): one pass each. */
+function collectKeyMaterial(text: string, out: string[]): void {
+  collectKeyShaped(text, out);
+  new BareBodyScan().feed(text, out);
+}
+
+/** 32 random characters and a 6-character checksum: a key's secret body after `nk_<env>_`. */
+const BODY_LENGTH = KEY_RANDOM_LENGTH + KEY_CHECKSUM_LENGTH;
+/**
+ * The environments whose bare bodies are recognised without their prefix: a body's checksum covers
+ * `nk_<env>_`, so each environment is one more comparison per character. Keys of other
+ * environments are found by their `nk_<env>_` shape only (and, after authentication, the presented
+ * key in any shape by the forward step's matcher).
+ */
+export const BARE_BODY_ENVIRONMENTS = ['live', 'test'] as const;
+/** CRC-32 (IEEE, reflected: zlib's `crc32`, the key checksum) byte table. */
+const CRC_TABLE = new Uint32Array(256);
+for (let n = 0; n < 256; n++) {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  CRC_TABLE[n] = c >>> 0;
+}
+function crcStep(state: number, byte: number): number {
+  return (CRC_TABLE[(state ^ byte) & 0xff]! ^ (state >>> 8)) >>> 0;
+}
+/**
+ * What a byte contributes to a zero-started CRC register once 32 more bytes followed it: the CRC is
+ * linear, so xoring this out removes the byte that leaves a 32-byte window (a rolling CRC).
+ */
+const CRC_LEAVING = new Uint32Array(256);
+for (let b = 0; b < 256; b++) {
+  let st = crcStep(0, b);
+  for (let i = 0; i < KEY_RANDOM_LENGTH; i++) st = crcStep(st, 0);
+  CRC_LEAVING[b] = st;
+}
+/**
+ * Per environment, the register after `nk_<env>_` (from zlib's initial ~0) and 32 zero bytes: the
+ * checksum of `nk_<env>_` + W is then `~(start ^ R(W))`, R(W) the zero-started register of W.
+ */
+const ENV_STARTS = BARE_BODY_ENVIRONMENTS.map((env) => {
+  let st = 0xffffffff;
+  for (const ch of `nk_${env}_`) st = crcStep(st, ch.charCodeAt(0));
+  for (let i = 0; i < KEY_RANDOM_LENGTH; i++) st = crcStep(st, 0);
+  return st;
+});
+/** Base62 digit values (the checksum's alphabet, api-key.ts) by character code, -1 for others. */
+const BASE62_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 62; i++)
+  BASE62_VALUE['0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'.charCodeAt(i)] = i;
+/** The checksum is a 32-bit CRC in 6 base62 digits: its first digit is at most 4 (5 × 62^5 > 2^32). */
+const MAX_FIRST_SUM_DIGIT = 4;
+
+/**
+ * Finds bare key bodies: 38 base62 characters whose last 6 are the checksum of `nk_<env>_` + the
+ * first 32, for an environment of BARE_BODY_ENVIRONMENTS — the secret of a key without its public
+ * prefix (`/otps/${key.slice(8)}`). Every other character is a separator, skipped: `n-k-_-l-i-v-e-…`,
+ * `A.b.C…`, a body spread over path segments or, fed piece after piece, over parameters. One pass,
+ * a few table look-ups per character (a rolling CRC over the last 32 base62 characters); state
+ * carries over between `feed` calls, so the pieces fed read as one stream. Found bodies are pushed
+ * as full keys (`nk_live_…`), for the exposure check.
+ *
+ * False positives: for text that is not built to match, the 6 characters after a window equal its
+ * checksum with odds of 62^-6 (about 1.8·10^-11) per base62 character and environment; a
+ * 16 KB URL, read as 2 streams for 2 environments, stays under 1.2·10^-6, and a 200-character
+ * URL under 1.5·10^-8. Letter case is not folded (the checksum is case-sensitive): an upper-cased
+ * bare body is not recognised here.
+ */
+class BareBodyScan {
+  /** The last base62 characters of the stream (64 ≥ 38, a power of two for the index mask). */
+  private readonly ring = new Uint8Array(64);
+  private seen = 0;
+  /** Zero-started CRC register of the 32 characters before the newest 6. */
+  private register = 0;
+
+  feed(text: string, out: string[]): void {
+    const ring = this.ring;
+    let n = this.seen;
+    let reg = this.register;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 128 || BASE62_VALUE[c]! < 0) continue;
+      ring[n & 63] = c;
+      if (n >= KEY_CHECKSUM_LENGTH) {
+        reg = crcStep(reg, ring[(n - KEY_CHECKSUM_LENGTH) & 63]!);
+        if (n >= BODY_LENGTH) reg = (reg ^ CRC_LEAVING[ring[(n - BODY_LENGTH) & 63]!]!) >>> 0;
+      }
+      n++;
+      if (n >= BODY_LENGTH && BASE62_VALUE[ring[(n - KEY_CHECKSUM_LENGTH) & 63]!]! <= MAX_FIRST_SUM_DIGIT)
+        this.check(n, reg, out);
+    }
+    this.seen = n;
+    this.register = reg;
+  }
+
+  /** Compares the newest 6 characters with each environment's checksum of the 32 before them. */
+  private check(n: number, reg: number, out: string[]): void {
+    let sum = 0;
+    for (let k = KEY_CHECKSUM_LENGTH; k > 0; k--) sum = sum * 62 + BASE62_VALUE[this.ring[(n - k) & 63]!]!;
+    for (let e = 0; e < ENV_STARTS.length; e++) {
+      if (~(ENV_STARTS[e]! ^ reg) >>> 0 !== sum) continue;
+      let body = '';
+      for (let k = BODY_LENGTH; k > 0; k--) body += String.fromCharCode(this.ring[(n - k) & 63]!);
+      out.push(`nk_${BARE_BODY_ENVIRONMENTS[e]!}_${body}`);
+    }
+  }
+}
+
 function isLetter(c: number): boolean {
   return isLower(c | 0x20);
 }
@@ -246,8 +384,37 @@ function hasMoreThan(s: string, ch: string, max: number): boolean {
 }
 
 /**
+ * Escapes some upstreams still decode though WHATWG and `decodeURIComponent` do not: IIS's and old
+ * ASP's `%uXXXX`, and overlong UTF-8 (a Java or PHP decoder that does not check the shortest form):
+ * 2 bytes `%c0`/`%c1` + a continuation (`%c1%ae` is `n`), 3 bytes `%e0` + `%80`–`%9f` + a
+ * continuation, 4 bytes `%f0` + `%80`–`%8f` + two. Each alternative is a fixed-length literal start:
+ * a match attempt never backtracks. The trigger is one native test; most strings stop there.
+ */
+const LEGACY_ESCAPE_TRIGGER = /%(?:u[0-9a-f]{4}|c[01]%[89ab]|e0%[89]|f0%8)/i;
+const LEGACY_ESCAPE =
+  /%u([0-9a-f]{4})|%c([01])%([89ab][0-9a-f])|%e0%([89][0-9a-f])%([89ab][0-9a-f])|%f0%(8[0-9a-f])%([89ab][0-9a-f])%([89ab][0-9a-f])/gi;
+
+/** The character a legacy escape (LEGACY_ESCAPE) stands for. */
+function legacyChar(
+  _m: string,
+  u?: string,
+  c2?: string,
+  c2b?: string,
+  e1?: string,
+  e2?: string,
+  ...f: string[]
+): string {
+  const x = (h: string | undefined) => parseInt(h!, 16) & 0x3f;
+  if (u !== undefined) return String.fromCharCode(parseInt(u, 16));
+  if (c2 !== undefined) return String.fromCharCode((Number(c2) << 6) | x(c2b));
+  if (e1 !== undefined) return String.fromCharCode((x(e1) << 6) | x(e2));
+  return String.fromCharCode((x(f[0]) << 12) | (x(f[1]) << 6) | x(f[2]));
+}
+
+/**
  * %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. Sets
- * `undecided` when one more round would still change the string, or the budget ran out.
+ * `undecided` when one more round would still change the string, or the budget ran out. Each round
+ * first turns legacy escapes (LEGACY_ESCAPE: `%uXXXX`, overlong UTF-8) into their characters.
  */
 function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: number }): string {
   let cur = s;
@@ -256,7 +423,9 @@ function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: n
       seen.undecided = true;
       break;
     }
-    const next = percentDecode(cur);
+    const next = percentDecode(
+      LEGACY_ESCAPE_TRIGGER.test(cur) ? cur.replace(LEGACY_ESCAPE, legacyChar) : cur,
+    );
     if (next === cur) break;
     if (i === MAX_DECODE_ROUNDS) {
       seen.undecided = true;

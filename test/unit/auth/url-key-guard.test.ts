@@ -190,7 +190,13 @@ describe('URL key guard: same detection, linear cost, caps', () => {
         const before = previous(u);
         assert.equal(now.found, before.found, u);
         assert.equal(now.overLimit, undefined, u);
-        if (!u.includes('%C3') && !u.includes('%FF') && !u.includes('é')) assert.deepEqual(now, before, u);
+        // The same candidates, each once (a key is now also found by its bare body).
+        if (!u.includes('%C3') && !u.includes('%FF') && !u.includes('é'))
+          assert.deepEqual(
+            { ...now, ...(now.found && { candidates: [...new Set(now.candidates)] }) },
+            { ...before, ...(before.found && { candidates: [...new Set(before.candidates)] }) },
+            u,
+          );
       }),
       { numRuns: propertyRuns(20_000) },
     );
@@ -369,7 +375,8 @@ describe('URL key guard: edges of the caps and of decoding', () => {
   });
 
   test('past the segment cap the path is not decoded: only plain key-shaped values are found', () => {
-    const encoded = k.replaceAll('_', '%5F');
+    // Every character escaped: no plain key shape, no plain bare body.
+    const encoded = [...k].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
     assert.deepEqual(small(`/a/b/c/${encoded}`), { found: false, overLimit: true });
     assert.deepEqual(small(`/a/b/${encoded}`), { found: true, candidates: [k] });
   });
