@@ -387,34 +387,80 @@ function hasMoreThan(s: string, ch: string, max: number): boolean {
  * Escapes some upstreams still decode though WHATWG and `decodeURIComponent` do not: IIS's and old
  * ASP's `%uXXXX`, and overlong UTF-8 (a Java or PHP decoder that does not check the shortest form):
  * 2 bytes `%c0`/`%c1` + a continuation (`%c1%ae` is `n`), 3 bytes `%e0` + `%80`–`%9f` + a
- * continuation, 4 bytes `%f0` + `%80`–`%8f` + two. Each alternative is a fixed-length literal start:
- * a match attempt never backtracks. The trigger is one native test; most strings stop there.
+ * continuation, 4 bytes `%f0` + `%80`–`%8f` + two. The trigger is one native test (fixed-length
+ * alternatives, no backtracking); most strings stop there.
  */
 const LEGACY_ESCAPE_TRIGGER = /%(?:u[0-9a-f]{4}|c[01]%[89ab]|e0%[89]|f0%8)/i;
-const LEGACY_ESCAPE =
-  /%u([0-9a-f]{4})|%c([01])%([89ab][0-9a-f])|%e0%([89][0-9a-f])%([89ab][0-9a-f])|%f0%(8[0-9a-f])%([89ab][0-9a-f])%([89ab][0-9a-f])/gi;
 
-/** The character a legacy escape (LEGACY_ESCAPE) stands for. */
-function legacyChar(
-  _m: string,
-  u?: string,
-  c2?: string,
-  c2b?: string,
-  e1?: string,
-  e2?: string,
-  ...f: string[]
-): string {
-  const x = (h: string | undefined) => parseInt(h!, 16) & 0x3f;
-  if (u !== undefined) return String.fromCharCode(parseInt(u, 16));
-  if (c2 !== undefined) return String.fromCharCode((Number(c2) << 6) | x(c2b));
-  if (e1 !== undefined) return String.fromCharCode((x(e1) << 6) | x(e2));
-  return String.fromCharCode((x(f[0]) << 12) | (x(f[1]) << 6) | x(f[2]));
+/** Hex digit values by character code (< 128), -1 for others. */
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++)
+  HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = HEX_VALUE['0123456789ABCDEF'.charCodeAt(i)] = i;
+
+/** The byte of the escape `%XX` at `i` of `s`, or -1. */
+function escapedByte(s: string, i: number): number {
+  if (s.charCodeAt(i) !== 37 || i + 2 >= s.length) return -1;
+  const a = s.charCodeAt(i + 1);
+  const b = s.charCodeAt(i + 2);
+  const hi = a < 128 ? HEX_VALUE[a]! : -1;
+  const lo = b < 128 ? HEX_VALUE[b]! : -1;
+  return (hi | lo) < 0 ? -1 : (hi << 4) | lo;
+}
+
+/** A continuation byte's 6 bits when `%XX` at `i` is one (`%80`–`%bf`, or up to `max`), else -1. */
+function continuation(s: string, i: number, max = 0xbf): number {
+  const b = escapedByte(s, i);
+  return b >= 0x80 && b <= max ? b & 0x3f : -1;
+}
+
+/**
+ * `s` with each legacy escape (LEGACY_ESCAPE_TRIGGER) replaced by its character. One pass from `%`
+ * to `%` (indexOf), constant work at each; never throws; other escapes are left for percentDecode.
+ */
+function decodeLegacyEscapes(s: string): string {
+  let out = '';
+  let from = 0;
+  for (let i = s.indexOf('%'); i !== -1; i = s.indexOf('%', i)) {
+    let code = -1;
+    let len = 0;
+    if ((s.charCodeAt(i + 1) | 0x20) === 117 /* u */ && i + 5 < s.length) {
+      let v = 0;
+      for (let k = 2; k <= 5 && v >= 0; k++) {
+        const c = s.charCodeAt(i + k);
+        const d = c < 128 ? HEX_VALUE[c]! : -1;
+        v = d < 0 ? -1 : (v << 4) | d;
+      }
+      if (v >= 0) [code, len] = [v, 6];
+    } else {
+      const lead = escapedByte(s, i);
+      if (lead === 0xc0 || lead === 0xc1) {
+        const c1 = continuation(s, i + 3);
+        if (c1 >= 0) [code, len] = [((lead & 1) << 6) | c1, 6];
+      } else if (lead === 0xe0) {
+        const c1 = continuation(s, i + 3, 0x9f);
+        const c2 = c1 >= 0 ? continuation(s, i + 6) : -1;
+        if (c2 >= 0) [code, len] = [(c1 << 6) | c2, 9];
+      } else if (lead === 0xf0) {
+        const c1 = continuation(s, i + 3, 0x8f);
+        const c2 = c1 >= 0 ? continuation(s, i + 6) : -1;
+        const c3 = c2 >= 0 ? continuation(s, i + 9) : -1;
+        if (c3 >= 0) [code, len] = [(c1 << 12) | (c2 << 6) | c3, 12];
+      }
+    }
+    if (code === -1) {
+      i++;
+      continue;
+    }
+    out += s.slice(from, i) + String.fromCharCode(code);
+    i = from = i + len;
+  }
+  return from === 0 ? s : out + s.slice(from);
 }
 
 /**
  * %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. Sets
  * `undecided` when one more round would still change the string, or the budget ran out. Each round
- * first turns legacy escapes (LEGACY_ESCAPE: `%uXXXX`, overlong UTF-8) into their characters.
+ * first turns legacy escapes (`%uXXXX`, overlong UTF-8: decodeLegacyEscapes) into their characters.
  */
 function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: number }): string {
   let cur = s;
@@ -423,9 +469,7 @@ function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: n
       seen.undecided = true;
       break;
     }
-    const next = percentDecode(
-      LEGACY_ESCAPE_TRIGGER.test(cur) ? cur.replace(LEGACY_ESCAPE, legacyChar) : cur,
-    );
+    const next = percentDecode(LEGACY_ESCAPE_TRIGGER.test(cur) ? decodeLegacyEscapes(cur) : cur);
     if (next === cur) break;
     if (i === MAX_DECODE_ROUNDS) {
       seen.undecided = true;
