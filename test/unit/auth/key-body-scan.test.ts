@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { generateApiKey, parseApiKey } from '../../../src/auth/api-key.js';
-import { BARE_BODY_ENVIRONMENTS, createUrlKeyGuard } from '../../../src/auth/url-key-guard.js';
+import {
+  BARE_BODY_ENVIRONMENTS,
+  BareBodyScan,
+  decodeLegacyEscapes,
+} from '../../../src/auth/key-body-scan.js';
+import { createUrlKeyGuard } from '../../../src/auth/url-key-guard.js';
 import {
   DEFAULT_METHOD_OVERRIDE_PARAMS,
   DEFAULT_URL_GUARD_LIMITS,
@@ -154,5 +159,31 @@ describe('URL key guard: method-override names read as PHP and Rack read them', 
   test('plain `method` (notification APIs: ?method=sms) stays allowed, however spaced', () => {
     for (const q of ['method', '%20method', '+method', '[method]', 'my_method', 'methods'])
       assert.deepEqual(check(`/x?${q}=sms`), { found: false }, q);
+  });
+});
+
+describe('BareBodyScan and decodeLegacyEscapes, directly', () => {
+  test('the stream carries over between feeds; each find is the full key', () => {
+    const key = generateApiKey('test');
+    const body = bodyOf(key);
+    const scan = new BareBodyScan();
+    const out: string[] = [];
+    scan.feed(`a/${body.slice(0, 10)}`, out);
+    assert.deepEqual(out, []);
+    scan.feed(`-${body.slice(10)}`, out);
+    assert.deepEqual(out, [key]);
+    const fresh: string[] = [];
+    new BareBodyScan().feed(body.slice(10), fresh);
+    assert.deepEqual(fresh, []);
+  });
+
+  test('legacy escapes: %u, overlong 2/3/4 bytes; anything else left as is', () => {
+    assert.equal(decodeLegacyEscapes('%u006e%U006B'), 'nk');
+    assert.equal(decodeLegacyEscapes('%c1%ae%e0%81%ae%f0%80%81%ae'), 'nnn');
+    assert.equal(
+      decodeLegacyEscapes('a%u00zz%c1%41%e0%a0%80%f0%90%80%80%'),
+      'a%u00zz%c1%41%e0%a0%80%f0%90%80%80%',
+    );
+    assert.equal(decodeLegacyEscapes('%u0025%u0032%u0035'), '%25');
   });
 });
