@@ -26,6 +26,10 @@ export interface RequestState {
   denyReason?: string;
   /** The URL carried a key, or had more parts than the key guard reads: the path is redacted in the log line. */
   keyInUrl?: boolean;
+  /** The URL key guard read the whole URL and found nothing: the access line need not read it again. */
+  urlGuardPassed?: boolean;
+  /** The URL holds no material of the presented (authenticated) key: the access line need not read it again. */
+  urlHoldsNoPresentedKey?: boolean;
   upstreamTimedOut?: boolean;
   /** The client sent `Connection: close`: its connection is closed after the response. */
   clientClose?: boolean;

@@ -1,4 +1,5 @@
 import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
+import { BareBodyScan, decodeLegacyEscapes, LEGACY_ESCAPE_TRIGGER } from './key-body-scan.js';
 import { percentDecode } from './percent-decode.js';
 
 /**
@@ -49,10 +50,21 @@ const NO_LIMIT = { undecided: false, decodeBudget: Infinity };
 /**
  * A method-override name: squashed like a key name, but a leading `_`, `-` or `.` counts, so
  * `_method` (what method-override, Rails and Laravel read) is not `method`, a common parameter.
+ * Read the way PHP reads parameter names (Laravel, Symfony): leading spaces dropped (a `+` is one in
+ * a query), then ` `, `.` and `[` read as `_`; and the way Rack does, leading `[` and `]` dropped.
+ * So `%20_method`, `+_method`, `.method`, `_method[]` and `[_method]` are `_method`; ` method` is
+ * still `method`. Control characters count as spaces too (no framework reads them as a name).
  */
 function overrideName(decoded: string, squashed = squashName(decoded)): string {
-  const c = decoded.charCodeAt(0);
+  let i = 0;
+  while (i < decoded.length && isIgnoredLead(decoded.charCodeAt(i))) i++;
+  const c = decoded.charCodeAt(i);
   return c === 95 || c === 45 || c === 46 ? `_${squashed}` : squashed;
+}
+
+/** A space or control character, `+`, `[` or `]`: dropped before a method-override name. */
+function isIgnoredLead(c: number): boolean {
+  return c <= 32 || c === 43 || c === 91 || c === 93;
 }
 
 /**
@@ -92,21 +104,29 @@ export function createUrlKeyGuard(
       overrideNames,
       methodOverride: false,
       decodeBudget: DECODE_BUDGET_PER_CHAR * url.length + DECODE_BUDGET_MIN,
+      everything: new BareBodyScan(),
+      values: new BareBodyScan(),
+      joinedValues: '',
     };
     let overLimit = hasMoreThan(path, '/', limits.maxPathSegments);
-    if (overLimit) collectKeyShaped(url, scan.candidates);
+    if (overLimit) collectKeyMaterial(url, scan.candidates);
     else {
       const decoded = decodeRepeatedly(path, scan);
       collectKeyShaped(decoded, scan.candidates);
+      scan.everything.feed(decoded, scan.candidates);
       // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too; after the first
       // `;` every later segment is read as one.
       const semi = decoded.indexOf(';');
       if (semi !== -1) overLimit = !checkPairs(decoded, semi + 1, true, scan);
-      if (overLimit) collectKeyShaped(url.slice(path.length), scan.candidates);
+      if (overLimit) collectKeyMaterial(url.slice(path.length), scan.candidates);
       else if (q !== -1) overLimit = !checkPairs(url, q + 1, false, scan);
+      // A key split over parameters (`x=nk_live_AbC…&y=…xYz`): the values, joined in order.
+      collectKeyShaped(scan.joinedValues, scan.candidates);
     }
     const found = scan.candidates.length > 0 || scan.undecided;
-    const result: UrlKeyCheck = found ? { found, candidates: scan.candidates } : { found };
+    // A key is often found twice (its shape, its bare body): each candidate once.
+    const candidates = scan.candidates.length > 1 ? [...new Set(scan.candidates)] : scan.candidates;
+    const result: UrlKeyCheck = found ? { found, candidates } : { found };
     if (scan.undecided) (result as { undecided?: boolean }).undecided = true;
     if (scan.methodOverride) result.methodOverride = true;
     if (overLimit) result.overLimit = true;
@@ -128,6 +148,12 @@ interface PairScan {
   decodeBudget: number;
   /** Pieces left to examine one by one. */
   budget: number;
+  /** Bare key bodies in the decoded path, names and values, read as one stream (see BareBodyScan). */
+  everything: BareBodyScan;
+  /** Bare key bodies in the decoded parameter values alone, joined (a key split over `x=…&y=…`). */
+  values: BareBodyScan;
+  /** The decoded parameter values, joined in order: searched for `nk_` shapes at the end. */
+  joinedValues: string;
 }
 
 /**
@@ -168,13 +194,18 @@ function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
   const squashed = squashName(name, scan.longestName);
   if (scan.overrideNames.size > 0 && scan.overrideNames.has(overrideName(name, squashed)))
     scan.methodOverride = true;
+  let value: string;
   if (scan.names.has(squashed)) {
     const plain = rawValue.includes('+') ? rawValue.replaceAll('+', ' ') : rawValue;
-    const value = decodeRepeatedly(plain, scan);
+    value = decodeRepeatedly(plain, scan);
     scan.candidates.push(value);
-  } else collectKeyShaped(decodeRepeatedly(rawValue, scan), scan.candidates);
+  } else collectKeyShaped((value = decodeRepeatedly(rawValue, scan)), scan.candidates);
   // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
   collectKeyShaped(name, scan.candidates);
+  scan.everything.feed(name, scan.candidates);
+  scan.everything.feed(value, scan.candidates);
+  scan.values.feed(value, scan.candidates);
+  scan.joinedValues += value;
 }
 
 /**
@@ -218,6 +249,12 @@ function collectKeyShaped(text: string, out: string[]): void {
   }
 }
 
+/** Key shapes and bare bodies in text read as sent (past a cap): one pass each. */
+function collectKeyMaterial(text: string, out: string[]): void {
+  collectKeyShaped(text, out);
+  new BareBodyScan().feed(text, out);
+}
+
 function isLetter(c: number): boolean {
   return isLower(c | 0x20);
 }
@@ -247,7 +284,8 @@ function hasMoreThan(s: string, ch: string, max: number): boolean {
 
 /**
  * %-decodes until stable, at most MAX_DECODE_ROUNDS times; `+` is left alone. Never throws. Sets
- * `undecided` when one more round would still change the string, or the budget ran out.
+ * `undecided` when one more round would still change the string, or the budget ran out. Each round
+ * first turns legacy escapes (`%uXXXX`, overlong UTF-8: decodeLegacyEscapes) into their characters.
  */
 function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: number }): string {
   let cur = s;
@@ -256,7 +294,7 @@ function decodeRepeatedly(s: string, seen: { undecided: boolean; decodeBudget: n
       seen.undecided = true;
       break;
     }
-    const next = percentDecode(cur);
+    const next = percentDecode(LEGACY_ESCAPE_TRIGGER.test(cur) ? decodeLegacyEscapes(cur) : cur);
     if (next === cur) break;
     if (i === MAX_DECODE_ROUNDS) {
       seen.undecided = true;

@@ -27,6 +27,7 @@ import { createForward } from './steps/forward.js';
 import { createMessageGuard } from './steps/message-guard.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
+import { createPresentedKeyInUrl } from './steps/presented-key-in-url.js';
 import { createRateLimit } from './steps/rate-limit.js';
 import { createScopeCheck } from './steps/scope-check.js';
 import { createRequestContext } from './steps/request-context.js';
@@ -91,6 +92,8 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       acceptClientRequestId: config.headers.acceptClientRequestId,
       trustedProxies: config.server.trustedProxies,
       keyMaxLength: config.keys.maxLength,
+      acceptLegacyKeys: config.keys.acceptLegacyFormat,
+      checkUrlForKey,
       accessLog: config.log.accessLog,
       logger,
       metrics,
@@ -114,6 +117,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       onKeyExpired: deps.onKeyExpired,
       ...tracing,
     }),
+    createPresentedKeyInUrl({ noteKeyInUrl }),
     createScopeCheck({ metrics }),
     createRateLimit({
       limiter: deps.limiter,
@@ -127,7 +131,6 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       // A client-sent signature header is as untrusted as a client-sent company id.
       untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
       proxies,
-      noteKeyInUrl,
       ...tracing,
     }),
   ]);

@@ -63,7 +63,9 @@ export function createKeyInUrlNotes(opts: KeyInUrlOptions): KeyInUrlNotes {
   function checkAndNoteKeyInUrl(req: IncomingMessage): boolean {
     const found = checkUrlForKey(req.url ?? '');
     if (found.found) noteKeyInUrl(req, found.candidates);
-    else if (found.overLimit) req.gw.keyInUrl = true; // not read to the end: never logged either
+    else if (found.overLimit)
+      req.gw.keyInUrl = true; // not read to the end: never logged either
+    else req.gw.urlGuardPassed = true;
     return found.found;
   }
   return { noteKeyInUrl, checkAndNoteKeyInUrl };

@@ -49,6 +49,12 @@ const PAYLOADS: Record<string, string> = {
   '8-deep %25 chains': '%25252525252525252541&',
   '9-deep %25 chains (undecided)': '%2525252525252525252541&',
   'NK_LIVE_ prefixes': 'NK_LIVE_aBc',
+  // Bare-body search: every window's first checksum digit passes the 0-4 pre-check.
+  'checksum-like digits': '0123401234',
+  'digits and separators': '0-1.2_3~4',
+  // Legacy escapes the guard decodes (%u, overlong UTF-8): the regex replace runs.
+  '%u escapes': '%u0030',
+  'overlong UTF-8': '%c0%b0%e0%80%b1',
 };
 
 /** Request targets: each payload in the query and in the path of a route, and on a 404 path. */

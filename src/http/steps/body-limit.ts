@@ -8,7 +8,7 @@ export interface BodyLimitOptions {
 }
 
 /**
- * Step 11, declared body size: a `Content-Length` over the limit → 413 `PAYLOAD_TOO_LARGE` before
+ * Step 12, declared body size: a `Content-Length` over the limit → 413 `PAYLOAD_TOO_LARGE` before
  * anything is read (connection closed). Streamed (chunked) bodies are counted by the route proxy.
  * Needs `req.gw`.
  *

@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { createHeaderScrubber, matcherFor, type TrustedHeaderNames } from '../../proxy/trusted-headers.js';
-import { deny } from '../deny.js';
 import { firstValue, isHttps } from '../forwarded.js';
 import { assertHeaderName } from '../option-checks.js';
 
@@ -20,20 +19,17 @@ export interface ForwardOptions {
   untrustedHeaders: readonly string[];
   /** Each route's proxy by route prefix (the prefix routeMatch stored in `req.gw.route`). */
   proxies: ReadonlyMap<string, RouteProxyHandler>;
-  /** Records a key found in the URL (`createKeyInUrlNotes`): counted, flagged exposed. */
-  noteKeyInUrl?: (req: IncomingMessage, candidates: string[]) => void;
   /** The upstream call's span and its `traceparent` (OpenTelemetry); off by default. */
   tracing?: Tracing;
 }
 
 /**
- * Step 12, forward: replaces the client's headers by the scrubbed set (no key, no client copy of a
+ * Step 13, forward: replaces the client's headers by the scrubbed set (no key, no client copy of a
  * trusted header, no hop-by-hop), sets the trusted company headers, the request id and
  * `X-Forwarded-For/-Proto/-Host` (client values believed only from a trusted proxy), sends
- * `100 Continue` if the client waits for it, and hands the request to the route's proxy. A URL
- * holding the presented key in any shape the key-material matcher knows, or another valid key, is
- * refused instead: 401 `KEY_IN_URL` (noted like the URL key guard's), 400 when its escapes go
- * deeper than the matcher reads. Needs `req.gw` with route, key and company.
+ * `100 Continue` if the client waits for it, and hands the request to the route's proxy. (A URL
+ * holding the presented key was refused right after authentication, `createPresentedKeyInUrl`.)
+ * Needs `req.gw` with route, key and company.
  *
  * @example
  * const forward = createForward({ headers: config.headers, untrustedHeaders: [], proxies });
@@ -53,14 +49,8 @@ export function createForward(opts: ForwardOptions): RequestHandler {
     const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
     const connection = req.headers.connection;
     if (typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection)) st.clientClose = true;
-    // The key is known now: the URL guard saw only plain key shapes, this sees base64, hex, the body alone...
+    // The URL was read for the presented key right after authentication (steps/presented-key-in-url.ts).
     const keyMatcher = matcherFor(req.headers);
-    const inUrl = keyMatcher.find(req.url);
-    if (inUrl !== null) {
-      st.keyInUrl = true; // never logged
-      if (!inUrl.undecided) opts.noteKeyInUrl?.(req, inUrl.keys);
-      return deny(req, res, inUrl.undecided ? 'BAD_REQUEST' : 'KEY_IN_URL');
-    }
     // Read X-Forwarded-* and Host after scrubbing: nothing holding the key is echoed into them.
     const headers = scrubHeaders(req.headers, st.peerTrusted, keyMatcher);
     const xff = headers['x-forwarded-for'];

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
 }
 
 /**
- * Step 10, the company's windows (its own `limits`, else its tier's) and its key's own windows:
+ * Step 11, the company's windows (its own `limits`, else its tier's) and its key's own windows:
  * sets `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (the window closest to
  * exhaustion) and `RateLimit-Policy` (every window, e.g. `10;w=1, 600;w=60`) on every answer from
  * here on; over any window → 429 `RATE_LIMITED` with `Retry-After` of the window that refused, and

@@ -8,6 +8,8 @@ import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { mayHoldKey } from '../../proxy/key-material.js';
 import type { RequestState } from '../../request-state.js';
 import { assertBoolean, assertHeaderName } from '../option-checks.js';
+import type { UrlKeyCheck } from '../../auth/url-key-guard.js';
+import { createLoggedPath } from '../logged-path.js';
 import { pathOf } from '../request-url.js';
 
 export interface RequestContextOptions {
@@ -19,6 +21,10 @@ export interface RequestContextOptions {
   trustedProxies: readonly string[];
   /** Longest key the gateway accepts (`keys.maxLength`): bounds the key-material check. */
   keyMaxLength: number;
+  /** `keys.acceptLegacyFormat`: copies of a presented legacy key are redacted from the logged path too. */
+  acceptLegacyKeys?: boolean;
+  /** The URL key guard: a logged path it was not run on is checked with it (see `createLoggedPath`). */
+  checkUrlForKey?: (url: string) => UrlKeyCheck;
   /** Write one info-level line per request (probes at debug level). */
   accessLog: boolean;
   logger: Logger;
@@ -52,7 +58,14 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
   const trust = opts.trustedProxies.length ? proxyAddr.compile([...opts.trustedProxies]) : null;
   const requestsBy = childCache(metrics.requests);
   const durationBy = childCache(metrics.duration);
-  const logRequest = createAccessLog(opts.logger);
+  const logRequest = createAccessLog(
+    opts.logger,
+    createLoggedPath({
+      checkUrlForKey: opts.checkUrlForKey,
+      keyMaxLength: opts.keyMaxLength,
+      acceptLegacyKeys: opts.acceptLegacyKeys ?? false,
+    }),
+  );
   const tracing = opts.tracing ?? TRACING_OFF;
 
   return function requestContext(req, res, next) {
@@ -113,7 +126,7 @@ type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | 
  * The access log line of one finished (or aborted) request. Written without the redaction pass
  * (`unredactedChild`): the line is `AccessLine`, fixed scalar fields, none of them redacted names.
  */
-function createAccessLog(parent: Logger) {
+function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: RequestState) => string) {
   const logger = unredactedChild(parent);
   return function logRequest(
     req: IncomingMessage,
@@ -130,9 +143,10 @@ function createAccessLog(parent: Logger) {
       requestId: state.id,
       method: req.method,
       route: state.route,
-      // Never the query string. A URL that carried a key is not logged at all: a key-named
-      // parameter can hide in the path too (`;api_key=...`), and legacy keys have no shape to redact.
-      path: state.keyInUrl ? '[redacted: key in URL]' : path,
+      // Never the query string. A path that carried key material is not logged at all (one rule for
+      // every outcome: createLoggedPath): a key-named parameter can hide in the path too
+      // (`;api_key=...`), and legacy keys have no shape to redact.
+      path: loggedPath(req, state),
       status,
       aborted: !res.writableFinished || undefined,
       durationMs: Math.round(seconds * 1e4) / 10,

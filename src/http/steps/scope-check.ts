@@ -38,7 +38,7 @@ export function allowsRequest(
 }
 
 /**
- * Step 9, scopes: the company's scopes and then the key's (a key narrows its company, never widens
+ * Step 10, scopes: the company's scopes and then the key's (a key narrows its company, never widens
  * it: a request must pass both) → 403 `SCOPE_DENIED`, counted by route and whose scope refused.
  * It runs before the rate limit, so a refused request consumes no quota. Needs `req.gw.route`,
  * `req.gw.company` and `req.gw.key` (set by route match and authenticate).

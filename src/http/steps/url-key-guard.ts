@@ -34,6 +34,7 @@ export function createUrlKeyGuardStep(opts: UrlKeyGuardOptions): RequestHandler 
     if (!found.found && found.overLimit) req.gw.keyInUrl = true;
     if (!found.found) {
       if (found.overLimit) return deny(req, res, 'BAD_REQUEST');
+      req.gw.urlGuardPassed = true;
       // `_method=DELETE` would make the upstream run another method than the one the key's scope allowed.
       return found.methodOverride ? deny(req, res, 'METHOD_OVERRIDE_IN_URL') : next();
     }

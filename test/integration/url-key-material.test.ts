@@ -1,0 +1,333 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { generateApiKey } from '../../src/auth/api-key.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually, send, type Reply } from '../helpers/http.js';
+import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+/**
+ * Attack report F2, and the query-string parts of F3 and F5: key material in the URL is refused
+ * (right after authentication at the latest, before a scope or limit answer can log it) and never
+ * logged whatever the answer; method overrides and key encodings in the query that PHP, IIS or an
+ * overlong-UTF-8 decoder would read are refused before anything reaches the upstream.
+ */
+
+const KEY_IN_URL = 'API key must be sent in the X-API-Key header, not in the URL';
+const REDACTED = '[redacted: key in URL]';
+
+/** The key's secret body: what follows `nk_<env>_`. */
+const bodyOf = (key: string) => key.slice(key.indexOf('_', 3) + 1);
+const b64url = (s: string) => Buffer.from(s).toString('base64url');
+/** IIS `%uXXXX` for every character. */
+const pctU = (s: string) => [...s].map((c) => '%u' + c.charCodeAt(0).toString(16).padStart(4, '0')).join('');
+/** Overlong 2-byte UTF-8 for every (ASCII) character: `n` → `%c1%ae`. */
+const overlong2 = (s: string) =>
+  [...s]
+    .map((ch) => {
+      const c = ch.charCodeAt(0);
+      return `%${(0xc0 | (c >> 6)).toString(16)}%${(0x80 | (c & 63)).toString(16)}`;
+    })
+    .join('');
+/** Overlong 3-byte UTF-8 for every (ASCII) character: `n` → `%e0%81%ae`. */
+const overlong3 = (s: string) =>
+  [...s]
+    .map((ch) => {
+      const c = ch.charCodeAt(0);
+      return `%e0%${(0x80 | (c >> 6)).toString(16)}%${(0x80 | (c & 63)).toString(16)}`;
+    })
+    .join('');
+
+/** The access line of the request answered by `r` (written when the response closes: waited for). */
+async function lineOf(t: TestGateway, r: Reply): Promise<Record<string, unknown>> {
+  const id = r.headers['x-request-id'];
+  const find = () => t.logs().find((l) => l.msg === 'request' && l.requestId === id);
+  await eventually(async () => find() !== undefined, 3000);
+  return find()!;
+}
+
+describe('F2: key material in the URL is refused before scope and limits, and never logged', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  /** Scoped to GET /notify/v1/health: everything else is 403. */
+  let scoped: { id: string; key: string };
+  /** One request per minute. */
+  let limited: { id: string; key: string };
+  /** Unrestricted, of another company. */
+  let other: { id: string; key: string };
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { authFailures: { enabled: false } },
+    });
+    const s = await createCompanyAndKey(t.gw.service, 'acme');
+    const p = await t.gw.service.updateKey(s.id, {
+      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+    });
+    assert.ok(p.ok, JSON.stringify(p));
+    scoped = { id: s.id, key: s.key };
+    const l = await t.gw.service.createKey('acme', {});
+    assert.ok(l.ok, JSON.stringify(l));
+    const lp = await t.gw.service.updateKey(l.value.id, { limits: [{ points: 1, duration: 60 }] });
+    assert.ok(lp.ok, JSON.stringify(lp));
+    limited = { id: l.value.id, key: l.value.key };
+    const o = await createCompanyAndKey(t.gw.service, 'globex');
+    other = { id: o.id, key: o.key };
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  async function exposedAt(company: string, id: string): Promise<string | null | undefined> {
+    const keys = await t.gw.service.listKeys(company);
+    return keys.ok ? keys.value.find((k) => k.id === id)?.exposedAt : undefined;
+  }
+  async function waitExposed(company: string, id: string): Promise<void> {
+    await eventually(async () => Boolean(await exposedAt(company, id)), 2000);
+    assert.ok(await exposedAt(company, id), `${company}/${id} was not flagged exposed`);
+  }
+  function assertRefused(r: Reply, label: string): void {
+    assert.equal(r.status, 401, label);
+    assert.deepEqual(r.json, { error: 'Unauthorized', details: KEY_IN_URL }, label);
+  }
+  /**
+   * The access lines of `replies` (waited for); none of them, nor any other log line, shows 24
+   * characters of the secret in any case.
+   */
+  async function assertNotLogged(key: string, label: string, replies: Reply[]) {
+    const lines = await Promise.all(replies.map((r) => lineOf(t, r)));
+    const log = t.logText().toLowerCase();
+    const secret = bodyOf(key).toLowerCase();
+    for (let i = 0; i + 24 <= secret.length; i += 7)
+      assert.ok(!log.includes(secret.slice(i, i + 24)), `${label}: the secret reached the log`);
+    return lines;
+  }
+
+  test('the bare body of a scope-refused key: 401 KEY_IN_URL (not 403), flagged exposed, not logged', async () => {
+    const r = await send(t.port, `/notify/v1/otps/${bodyOf(scoped.key)}`, {
+      headers: { 'X-API-Key': scoped.key },
+    });
+    assertRefused(r, 'bare body');
+    await waitExposed('acme', scoped.id);
+    const [line] = await assertNotLogged(scoped.key, 'bare body', [r]);
+    assert.equal(line!.path, REDACTED);
+  });
+
+  test('a base64url or upper-case copy with a scope-refused key: 401 KEY_IN_URL (not 403) after authentication', async () => {
+    const k = await createCompanyAndKey(t.gw.service, 'initech');
+    const p = await t.gw.service.updateKey(k.id, {
+      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+    });
+    assert.ok(p.ok, JSON.stringify(p));
+    const key = k.key;
+    const replies: Reply[] = [];
+    for (const [label, path] of [
+      ['base64url', `/notify/v1/otps/${b64url(key)}`],
+      ['upper-case body', `/notify/v1/otps/${bodyOf(key).toUpperCase()}`],
+      ['24 characters of the body', `/notify/v1/otps/x${bodyOf(key).slice(3, 27)}`],
+    ] as const) {
+      const r = await send(t.port, path, { headers: { 'X-API-Key': key } });
+      assertRefused(r, label);
+      replies.push(r);
+    }
+    await waitExposed('initech', k.id);
+    for (const l of await assertNotLogged(key, 'scope-refused copies', replies))
+      assert.deepEqual([l.path, l.status], [REDACTED, 401], 'access line');
+    // The same key on its own path still works.
+    assert.equal((await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': key } })).status, 200);
+  });
+
+  test('a key over its limit with its material in the URL: 401 KEY_IN_URL (not 429), not logged', async () => {
+    assert.equal(
+      (await send(t.port, '/notify/v1/otps', { headers: { 'X-API-Key': limited.key } })).status,
+      200,
+    );
+    assert.equal(
+      (await send(t.port, '/notify/v1/otps', { headers: { 'X-API-Key': limited.key } })).status,
+      429,
+    );
+    const replies: Reply[] = [];
+    for (const path of [`/notify/v1/otps/${bodyOf(limited.key)}`, `/notify/v1/otps/${b64url(limited.key)}`]) {
+      const r = await send(t.port, path, { headers: { 'X-API-Key': limited.key } });
+      assertRefused(r, path.slice(0, 30));
+      replies.push(r);
+    }
+    await waitExposed('acme', limited.id);
+    for (const l of await assertNotLogged(limited.key, 'over the limit', replies))
+      assert.equal(l.path, REDACTED, 'access line');
+  });
+
+  test('no key, a matrix parameter, separators, another company’s key: refused before authentication, flagged exposed', async () => {
+    const body = bodyOf(other.key);
+    const cases: [string, string, Record<string, string>][] = [
+      ['no key, bare body', `/notify/v1/otps/${body}`, {}],
+      ['no key, matrix parameter', `/notify/v1/health;k=${body}`, {}],
+      [
+        'own key, other company’s key with separators',
+        `/notify/v1/x/${other.key.split('').join('-')}`,
+        { 'X-API-Key': scoped.key },
+      ],
+      [
+        'own key, other company’s body with dots',
+        `/notify/v1/x/${body.split('').join('.')}`,
+        { 'X-API-Key': scoped.key },
+      ],
+      [
+        'own key, other body over two segments',
+        `/notify/v1/x/${body.slice(0, 19)}/${body.slice(19)}`,
+        { 'X-API-Key': scoped.key },
+      ],
+      [
+        'invalid key, other company’s body',
+        `/notify/v1/otps/${body}`,
+        { 'X-API-Key': generateApiKey('live') },
+      ],
+    ];
+    const replies: Reply[] = [];
+    for (const [label, path, headers] of cases) {
+      const r = await send(t.port, path, { headers });
+      assertRefused(r, label);
+      replies.push(r);
+    }
+    await waitExposed('globex', other.id);
+    for (const l of await assertNotLogged(other.key, 'pre-auth', replies))
+      assert.equal(l.path, REDACTED, 'access line');
+    // Only the requests without key material reached the upstream (the limited key's first, the health check).
+    assert.deepEqual(upstream.received.map((r) => r.url).sort(), ['/notify/v1/health', '/notify/v1/otps']);
+  });
+
+  test('an unknown key with its own copy in the path: 401 INVALID_KEY, the copy redacted in the log', async () => {
+    const unknown = generateApiKey('live');
+    const r = await send(t.port, `/notify/v1/otps/${b64url(unknown)}`, { headers: { 'X-API-Key': unknown } });
+    assert.equal(r.status, 401);
+    assert.notDeepEqual(r.json, { error: 'Unauthorized', details: KEY_IN_URL });
+    const [line] = await assertNotLogged(unknown, 'unknown key', [r]);
+    assert.equal(line!.path, REDACTED);
+    assert.ok(!t.logText().includes(b64url(unknown).slice(0, 30)), 'the base64url copy reached the log');
+    // Benign paths of refused requests are still logged as sent.
+    const benign = await send(t.port, '/notify/v1/otps/12345', { headers: { 'X-API-Key': unknown } });
+    assert.equal((await lineOf(t, benign)).path, '/notify/v1/otps/12345');
+  });
+});
+
+describe('F2: refused by the failed-authentication budget, the presented key’s copy is not logged', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { authFailures: { enabled: true, points: 2, duration: 60 } },
+    });
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('429 AUTH_RATE_LIMITED with a valid key: its base64url copy in the path is redacted', async () => {
+    const { key } = await createCompanyAndKey(t.gw.service, 'acme');
+    for (let i = 0; i < 3; i++)
+      await send(t.port, '/notify/v1/otps', { headers: { 'X-API-Key': 'nk_live_' + 'x'.repeat(38) } });
+    const r = await send(t.port, `/notify/v1/otps/${b64url(key)}`, { headers: { 'X-API-Key': key } });
+    assert.equal(r.status, 429);
+    const last = await lineOf(t, r);
+    assert.equal(last.status, 429);
+    assert.equal(last.path, REDACTED);
+    assert.ok(!t.logText().includes(b64url(key).slice(0, 30)), 'the base64url copy reached the log');
+    assert.equal(upstream.received.length, 0);
+  });
+});
+
+describe('F3/F5, query string: PHP-style override names and legacy key encodings are refused', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { authFailures: { enabled: false } },
+    });
+    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  test('F3: `%20_method`, `+_method`, `.method`, `_method[]`, `[_method]` are refused 400, `method` passes', async () => {
+    for (const q of [
+      '%20_method',
+      '+_method',
+      '%20%20_method',
+      '+%20_method',
+      '.method',
+      '_method[]',
+      '_method%5B%5D',
+      '[_method]',
+      '%09_method',
+      '+_METHOD',
+    ]) {
+      const r = await send(t.port, `/notify/v1/otps/1?${q}=DELETE`, {
+        method: 'POST',
+        headers: { 'X-API-Key': key },
+        body: '{}',
+      });
+      assert.equal(r.status, 400, q);
+      assert.deepEqual(
+        r.json,
+        { error: 'Bad Request', details: 'Method overrides in the URL are not accepted' },
+        q,
+      );
+    }
+    assert.equal(upstream.received.length, 0, 'an override reached the upstream');
+    const ok = await send(t.port, '/notify/v1/otps/1?method=sms&+method=sms&%20method=x', {
+      method: 'POST',
+      headers: { 'X-API-Key': key },
+      body: '{}',
+    });
+    assert.equal(ok.status, 200);
+    upstream.received.length = 0;
+  });
+
+  test('F5: %u, overlong UTF-8 and a key split over parameters are refused KEY_IN_URL, never forwarded', async () => {
+    const other = generateApiKey('live');
+    const body = bodyOf(key);
+    const cases: [string, string][] = [
+      ['%u, own key', `/notify/v1/otps?q=${pctU(key)}`],
+      ['%u, own body', `/notify/v1/otps?q=${pctU(body)}`],
+      ['overlong 2-byte', `/notify/v1/otps?q=${overlong2(key)}`],
+      ['overlong 3-byte', `/notify/v1/otps?q=${overlong3(key)}`],
+      ['overlong 2-byte, other key', `/notify/v1/otps?q=${overlong2(other)}`],
+      [
+        'split over parameters',
+        `/notify/v1/otps?${[...body].map((c, i) => `${'xy'[i % 2]}=${c}`).join('&')}`,
+      ],
+      ['nk_ shape split over two parameters', `/notify/v1/otps?a=${other.slice(0, 20)}&b=${other.slice(20)}`],
+      [
+        'other body split over parameters',
+        `/notify/v1/otps?${[...bodyOf(other)].map((c, i) => `p${i}=${c}`).join('&')}`,
+      ],
+    ];
+    for (const [label, path] of cases) {
+      const r = await send(t.port, path, { headers: { 'X-API-Key': key } });
+      assert.equal(r.status, 401, label);
+      assert.deepEqual(r.json, { error: 'Unauthorized', details: KEY_IN_URL }, label);
+    }
+    assert.equal(upstream.received.length, 0, 'a URL holding a key was forwarded');
+    // Not a false positive: ordinary parameters and %u text without a key pass.
+    const ok = await send(t.port, '/notify/v1/otps?to=%2B4915112345678&channel=sms&text=%u0048i', {
+      headers: { 'X-API-Key': key },
+    });
+    assert.equal(ok.status, 200);
+  });
+});
