@@ -39,10 +39,7 @@ function keyForms(key: string): [string, string][] {
 const seen = (r: Received) => JSON.stringify(r.rawHeaders) + '\n' + r.url;
 
 describe('forms of key material and client-asserted headers never reach the upstream (F4, F5)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
-  let close: () => Promise<void>;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
@@ -187,10 +184,7 @@ describe('forms of key material and client-asserted headers never reach the upst
 });
 
 describe('dot-like segments and Unicode separators are refused for a key scoped to one path (F6)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
-  let close: () => Promise<void>;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream(

@@ -15,10 +15,7 @@ function encodeFirst(s: string, rounds: number): string {
 }
 
 describe('URL key guard: key shapes as wide as the forward step (no header key)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
-  let close: () => Promise<void>;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
@@ -69,10 +66,7 @@ describe('URL key guard: key shapes as wide as the forward step (no header key)'
 });
 
 describe('URL key guard: method overrides in the URL (scope bypass)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
-  let close: () => Promise<void>;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream(

@@ -47,15 +47,13 @@ async function lineOf(t: TestGateway, r: Reply): Promise<Record<string, unknown>
 }
 
 describe('F2: key material in the URL is refused before scope and limits, and never logged', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
+  let t: TestGateway, upstream: RecordingUpstream, close: () => Promise<void>;
   /** Scoped to GET /notify/v1/health: everything else is 403. */
   let scoped: { id: string; key: string };
   /** One request per minute. */
   let limited: { id: string; key: string };
   /** Unrestricted, of another company. */
   let other: { id: string; key: string };
-  let close: () => Promise<void>;
 
   before(async () => {
     const f = await gatewayWithUpstream(
@@ -207,10 +205,7 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
 });
 
 describe('F2: refused by the failed-authentication budget, the presented key’s copy is not logged', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
-  let close: () => Promise<void>;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
@@ -233,10 +228,7 @@ describe('F2: refused by the failed-authentication budget, the presented key’s
 });
 
 describe('F3/F5, query string: PHP-style override names and legacy key encodings are refused', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
-  let close: () => Promise<void>;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
