@@ -232,14 +232,10 @@ function findPieces(n: string, secret: Secret): [number, number][] | null {
   const spans: [number, number][] = [];
   for (const { at, s } of secret.pieceBlocks) {
     for (let i = n.indexOf(s); i !== -1; i = n.indexOf(s, i + 1)) {
-      let l = 0;
-      while (l < at && i - l > 0 && n[i - l - 1] === t[at - l - 1]) l++;
-      let r = 0;
-      const end = at + s.length;
-      while (end + r < t.length && i + s.length + r < n.length && n[i + s.length + r] === t[end + r]) r++;
+      const [l, r] = extendHit(n, t, at, s, i);
       if (l + s.length + r < secret.piece) continue;
       spans.push([i - l, i + s.length + r]);
-      covered.fill(1, at - l, end + r);
+      covered.fill(1, at - l, at + s.length + r);
     }
   }
   let total = 0;
@@ -288,16 +284,25 @@ function blocksOf(text: string, w: number): { at: number; s: string }[] {
   return blocks;
 }
 
+/**
+ * How far a hit extends: block `s` (at `at` in the secret `t`) found at `i` in `n` goes on for `l`
+ * more matching characters before it and `r` after it. At most the secret's length of steps.
+ */
+function extendHit(n: string, t: string, at: number, s: string, i: number): [l: number, r: number] {
+  let l = 0;
+  while (l < at && i - l > 0 && n[i - l - 1] === t[at - l - 1]) l++;
+  let r = 0;
+  const end = at + s.length;
+  while (end + r < t.length && i + s.length + r < n.length && n[i + s.length + r] === t[end + r]) r++;
+  return [l, r];
+}
+
 /** The first place `n` holds `window` consecutive characters of the secret. Linear: each hit extends ≤ secret length. */
 function findWindow(n: string, secret: Secret): [number, number] | null {
   const t = secret.text;
   for (const { at, s } of secret.blocks) {
     for (let i = n.indexOf(s); i !== -1; i = n.indexOf(s, i + 1)) {
-      let l = 0;
-      while (l < at && i - l > 0 && n[i - l - 1] === t[at - l - 1]) l++;
-      let r = 0;
-      const end = at + s.length;
-      while (end + r < t.length && i + s.length + r < n.length && n[i + s.length + r] === t[end + r]) r++;
+      const [l, r] = extendHit(n, t, at, s, i);
       if (l + s.length + r >= secret.window) return [i - l, i + s.length + r];
     }
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { adminOpenApiDocument } from '../../src/admin/openapi.js';
 import { ADMIN_OPERATIONS, errorBodySchema, findAdminOperation } from '../../src/admin/schemas.js';
 import type { AdminService, CreatedKey } from '../../src/admin/service.js';
+import type { Scope } from '../../src/store/types.js';
 import { ADMIN_TOKEN } from './gateway.js';
 
 /** What a test may set on the company it creates; every field has the admin API's default. */
@@ -9,6 +10,8 @@ export interface TestCompanyOptions {
   tier?: string;
   status?: 'active' | 'pending' | 'suspended';
   apiAccess?: boolean;
+  /** The company's scopes (every route when left out). */
+  scopes?: Scope[];
   /** Label of the key. */
   label?: string;
 }

@@ -1,8 +1,12 @@
+import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { validateConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startGateway, type GatewayHandle, type StartOptions } from '../../src/server.js';
+import type { RateWindow, Scope } from '../../src/store/types.js';
+import { createCompanyAndKey, type TestCompanyOptions } from './admin.js';
+import { startUpstream, type RecordingUpstream } from './upstream.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -68,4 +72,73 @@ export async function startTestGateway(input: ConfigInput, opts: StartOptions = 
     logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
     close: () => gw.close(),
   };
+}
+
+/** A test gateway in front of a recording upstream, with one company and its key. */
+export interface GatewayWithUpstream {
+  t: TestGateway;
+  upstream: RecordingUpstream;
+  /** The key's plaintext. */
+  key: string;
+  keyId: string;
+  /** Closes the gateway, then the upstream. */
+  close(): Promise<void>;
+}
+
+/** The company `gatewayWithUpstream` creates and what its key may do. */
+export interface GatewayWithUpstreamOptions extends TestCompanyOptions {
+  /** Id of the company (`acme` by default). */
+  company?: string;
+  /** The key's own scopes, set with `updateKey` after it is created. */
+  keyScopes?: Scope[];
+  /** The key's own windows, set with `updateKey` after it is created. */
+  keyLimits?: RateWindow[];
+}
+
+/**
+ * The common integration setup: starts a recording upstream, then a test gateway with a memory
+ * store and the route `/notify/v1` to it (`config` is merged over that; a function gets the
+ * upstream, for routes to it), then creates a company and a key with `createCompanyAndKey`, and
+ * scopes or limits the key when asked. Whatever started is closed again if a step fails.
+ *
+ * @example
+ * let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
+ * before(async () => {
+ *   ({ t, upstream, key, close } = await gatewayWithUpstream(
+ *     { rateLimit: { authFailures: { enabled: false } } },
+ *     { keyScopes: [{ route: '/notify/v1', methods: ['GET'] }] },
+ *   ));
+ * });
+ * after(() => close?.());
+ */
+export async function gatewayWithUpstream(
+  config: ConfigInput | ((upstream: RecordingUpstream) => ConfigInput) = {},
+  opts: GatewayWithUpstreamOptions = {},
+): Promise<GatewayWithUpstream> {
+  const { company = 'acme', keyScopes, keyLimits, ...companyOptions } = opts;
+  const upstream = await startUpstream();
+  let t: TestGateway | undefined;
+  const close = async () => {
+    await t?.close();
+    await upstream.close();
+  };
+  try {
+    const base: ConfigInput = {
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    };
+    t = await startTestGateway(merge(base, typeof config === 'function' ? config(upstream) : config));
+    const k = await createCompanyAndKey(t.gw.service, company, companyOptions);
+    if (keyScopes !== undefined || keyLimits !== undefined) {
+      const u = await t.gw.service.updateKey(k.id, {
+        ...(keyScopes !== undefined ? { scopes: keyScopes } : {}),
+        ...(keyLimits !== undefined ? { limits: keyLimits } : {}),
+      });
+      assert.ok(u.ok, JSON.stringify(u));
+    }
+    return { t, upstream, key: k.key, keyId: k.id, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }

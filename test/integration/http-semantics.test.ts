@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/api-key.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { send, sendRaw } from '../helpers/http.js';
 import { seriesValue } from '../helpers/step-server.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import type { RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Malformed HTTP is refused, not repaired (INVARIANTS #11): methods (finding 9 of issue 10) and
@@ -30,31 +30,23 @@ function parseRaw(raw: string): { status: number; headers: Map<string, string>; 
 }
 
 describe('methods, Host and request targets', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [
-        { prefix: '/notify/v1', target: upstream.url },
-        { prefix: '/read-only', target: upstream.url, methods: ['GET'] },
-        { prefix: '/dav', target: upstream.url, methods: ['PROPFIND', 'GET', 'HEAD'] },
-      ],
-      rateLimit: { tiers: [{ name: 'tiny', points: 3, duration: 60 }], authFailures: { points: 1000 } },
-      log: { level: 'warn' },
-    });
-    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'tiny' })).ok);
-    const k = await t.gw.service.createKey('acme', {});
-    assert.ok(k.ok);
-    key = k.value.key;
+    ({ t, upstream, key, close } = await gatewayWithUpstream(
+      (u) => ({
+        routes: [
+          { prefix: '/notify/v1', target: u.url },
+          { prefix: '/read-only', target: u.url, methods: ['GET'] },
+          { prefix: '/dav', target: u.url, methods: ['PROPFIND', 'GET', 'HEAD'] },
+        ],
+        rateLimit: { tiers: [{ name: 'tiny', points: 3, duration: 60 }], authFailures: { points: 1000 } },
+        log: { level: 'warn' },
+      }),
+      { tier: 'tiny' },
+    ));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
   beforeEach(() => {
     upstream.received.length = 0;
   });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { send } from '../helpers/http.js';
-import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
+import type { Received, RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Key material that is not the plain key (INVARIANTS #1) and forwarding headers outside the
@@ -120,35 +121,21 @@ function sendFrom(
 }
 
 describe('key material in other shapes, other keys, forwarding headers', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
   let otherKey: string;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
       server: { trustedProxies: ['127.0.0.2'] },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
       // The URL tests below each count as a failed authentication.
       rateLimit: {
         tiers: [{ name: 'standard', points: 100_000, duration: 60 }],
         authFailures: { enabled: false },
       },
-    });
-    for (const id of ['acme', 'tiny'])
-      assert.ok((await t.gw.service.createCompany({ id, tier: 'standard' })).ok);
-    const k = await t.gw.service.createKey('acme', {});
-    const k2 = await t.gw.service.createKey('tiny', {});
-    assert.ok(k.ok && k2.ok);
-    key = k.value.key;
-    otherKey = k2.value.key;
+    }));
+    otherKey = (await createCompanyAndKey(t.gw.service, 'tiny')).key;
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
   beforeEach(() => {
     upstream.received.length = 0;
   });

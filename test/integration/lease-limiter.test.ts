@@ -32,6 +32,19 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     return c;
   }
 
+  /** A client of a test's own Redis with short timeouts, so that stopping that Redis is seen soon. */
+  async function quickClient(own: TestRedis): Promise<RedisClient> {
+    const c = createRedisClient({
+      url: own.url,
+      keyPrefix: 'gw:',
+      commandTimeoutMs: 500,
+      connectTimeoutMs: 500,
+    });
+    clients.push(c);
+    assert.ok(await waitForReady(c, 5000));
+    return c;
+  }
+
   /** Windows of one fresh subject (one hash tag), counted under fresh keys. */
   function windows(...ws: [points: number, duration: number][]): LeaseWindow[] {
     const tag = `t${++seq}`;
@@ -168,14 +181,7 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
   test('a held lease keeps serving while Redis is down; then the limiter rejects', async () => {
     const own = await startRedis();
     try {
-      const c = createRedisClient({
-        url: own.url,
-        keyPrefix: 'gw:',
-        commandTimeoutMs: 500,
-        connectTimeoutMs: 500,
-      });
-      clients.push(c);
-      assert.ok(await waitForReady(c, 5000));
+      const c = await quickClient(own);
       const l = new LeaseLimiter({ redis: c, maxLease: 10, divisor: 1 });
       const w = [{ key: 'gw:rl:{down}:c60', points: 1000, duration: 60 }];
       assert.equal((await l.consume('acme', w)).allowed, true);
@@ -293,14 +299,7 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
   test('a refusal is answered locally until the refusing window ends, even with Redis down', async () => {
     const own = await startRedis();
     try {
-      const c = createRedisClient({
-        url: own.url,
-        keyPrefix: 'gw:',
-        commandTimeoutMs: 500,
-        connectTimeoutMs: 500,
-      });
-      clients.push(c);
-      assert.ok(await waitForReady(c, 5000));
+      const c = await quickClient(own);
       const { l, clock } = await manual({ maxLease: 1, divisor: 1 }, c);
       // The 2 s window has room; the 60 s one is full after 3.
       const ws = windows([100, 2], [3, 60]);

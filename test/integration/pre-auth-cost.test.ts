@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startCpuGateway, type CpuGateway } from '../helpers/cpu-gateway.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { send } from '../helpers/http.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
-import { createCompanyAndKey } from '../helpers/admin.js';
 
 /**
  * Invariant 8: work before a key is verified is linear, small and capped. Each worst-case URL of
@@ -157,25 +156,15 @@ describe('cost before authentication (invariant 8)', () => {
 });
 
 describe('URL caps before authentication', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
       rateLimit: { authFailures: { enabled: false } },
       urlKeyGuard: { maxParams: 8, maxPathSegments: 6 },
-    });
-    const k = await createCompanyAndKey(t.gw.service, 'acme');
-    key = k.key;
+    }));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('past maxParams or maxPathSegments: 400 in the spec shape, never forwarded, path not logged', async () => {
     const legacy = 'legacy-secret-0123456789abcdef';

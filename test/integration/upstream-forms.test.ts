@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/api-key.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { send } from '../helpers/http.js';
-import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
-import { createCompanyAndKey } from '../helpers/admin.js';
+import type { Received, RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Attack report F4, F5 (headers) and F6, through a real gateway and a recording upstream: every
@@ -40,23 +39,14 @@ function keyForms(key: string): [string, string][] {
 const seen = (r: Received) => JSON.stringify(r.rawHeaders) + '\n' + r.url;
 
 describe('forms of key material and client-asserted headers never reach the upstream (F4, F5)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
       rateLimit: { tiers: [{ name: 'standard', points: 100_000, duration: 60 }] },
-    });
-    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+    }));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
   beforeEach(() => {
     upstream.received.length = 0;
   });
@@ -194,27 +184,18 @@ describe('forms of key material and client-asserted headers never reach the upst
 });
 
 describe('dot-like segments and Unicode separators are refused for a key scoped to one path (F6)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-    });
-    const k = await createCompanyAndKey(t.gw.service, 'scoped');
-    key = k.key;
-    const u = await t.gw.service.updateKey(k.id, {
-      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
-    });
-    assert.ok(u.ok, JSON.stringify(u));
+    ({ t, upstream, key, close } = await gatewayWithUpstream(
+      {},
+      {
+        company: 'scoped',
+        keyScopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+      },
+    ));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('every reported spelling gets the path-check 400 and nothing is forwarded; ordinary paths pass', async () => {
     assert.equal((await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': key } })).status, 200);

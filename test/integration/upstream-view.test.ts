@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { verifyGatewaySignature } from '../../src/signing.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { send, sendRaw } from '../helpers/http.js';
-import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
-import { createCompanyAndKey } from '../helpers/admin.js';
+import type { Received, RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * What crosses the gateway (INVARIANTS #9, #10, #1): each test asserts on exactly what the
@@ -78,30 +77,21 @@ function assertNoKey(r: Received, key: string, label: string): void {
 }
 
 describe('what the upstream and the client see', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
+    ({ t, upstream, key, close } = await gatewayWithUpstream((u) => ({
       server: { trustedProxies: ['127.0.0.2'] },
       routes: [
-        { prefix: '/notify/v1', target: upstream.url },
-        { prefix: '/based', target: `${upstream.url}/base` },
-        { prefix: '/slashed', target: `${upstream.url}/base/` },
+        { prefix: '/notify/v1', target: u.url },
+        { prefix: '/based', target: `${u.url}/base` },
+        { prefix: '/slashed', target: `${u.url}/base/` },
       ],
       headers: { acceptClientRequestId: true },
       rateLimit: { tiers: [{ name: 'standard', points: 100_000, duration: 60 }] },
-    });
-    const k = await createCompanyAndKey(t.gw.service, 'acme');
-    key = k.key;
+    })));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
   beforeEach(() => {
     upstream.received.length = 0;
     upstream.handle((_req, res) => {
@@ -455,27 +445,18 @@ describe('what the upstream and the client see', () => {
 });
 
 describe('configured names and signatures', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: `${upstream.url}/base` }],
+    ({ t, upstream, key, close } = await gatewayWithUpstream((u) => ({
+      routes: [{ prefix: '/notify/v1', target: `${u.url}/base` }],
       signing: { enabled: true, secret: SECRET },
       // One upstream socket: concurrent requests wait for it (see the saturation test).
       upstream: { maxSockets: 1 },
       headers: { stripFromClients: ['X-Internal-Token', 'X-Debug-*'] },
-    });
-    const k = await createCompanyAndKey(t.gw.service, 'acme');
-    key = k.key;
+    })));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('headers.stripFromClients: named headers and prefixes never reach the upstream', async () => {
     const r = await send(t.port, '/notify/v1/x', {
@@ -540,27 +521,18 @@ describe('configured names and signatures', () => {
 });
 
 describe('a key scoped to one path cannot leave it through double encoding (B2)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-    });
-    const k = await createCompanyAndKey(t.gw.service, 'scoped');
-    key = k.key;
-    const u = await t.gw.service.updateKey(k.id, {
-      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
-    });
-    assert.ok(u.ok, JSON.stringify(u));
+    ({ t, upstream, key, close } = await gatewayWithUpstream(
+      {},
+      {
+        company: 'scoped',
+        keyScopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+      },
+    ));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('every spelling is refused with the path-check 400 and the upstream sees nothing', async () => {
     // The scope holds: in scope forwards, out of scope is 403.
@@ -590,22 +562,12 @@ describe('a key scoped to one path cannot leave it through double encoding (B2)'
 });
 
 describe('identity, certificate, client-IP, override and tenant headers never arrive (B5)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-    });
-    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+    ({ t, upstream, key, close } = await gatewayWithUpstream());
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('sent by an untrusted peer with a valid key: none reaches the upstream, ordinary headers do', async () => {
     const asserted = [

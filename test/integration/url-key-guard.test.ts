@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { send } from '../helpers/http.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
-import { createCompanyAndKey } from '../helpers/admin.js';
+import type { RecordingUpstream } from '../helpers/upstream.js';
 
 const KEY_IN_URL = 'API key must be sent in the X-API-Key header, not in the URL';
 
@@ -16,23 +15,14 @@ function encodeFirst(s: string, rounds: number): string {
 }
 
 describe('URL key guard: key shapes as wide as the forward step (no header key)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
       rateLimit: { authFailures: { enabled: false } },
-    });
-    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+    }));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('an upper-case or deeply %-encoded key in the URL is refused KEY_IN_URL, its path never logged', async () => {
     const secret = key.slice(key.lastIndexOf('_') + 1);
@@ -76,31 +66,18 @@ describe('URL key guard: key shapes as wide as the forward step (no header key)'
 });
 
 describe('URL key guard: method overrides in the URL (scope bypass)', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-      rateLimit: { authFailures: { enabled: false } },
-    });
-    const c = await t.gw.service.createCompany({
-      id: 'postonly',
-      tier: 'standard',
-      scopes: [{ route: '/notify/v1', methods: ['POST'], paths: ['/notify/v1/otps'] }],
-    });
-    assert.ok(c.ok, JSON.stringify(c));
-    const k = await t.gw.service.createKey('postonly', {});
-    assert.ok(k.ok, JSON.stringify(k));
-    key = k.value.key;
+    ({ t, upstream, key, close } = await gatewayWithUpstream(
+      { rateLimit: { authFailures: { enabled: false } } },
+      {
+        company: 'postonly',
+        scopes: [{ route: '/notify/v1', methods: ['POST'], paths: ['/notify/v1/otps'] }],
+      },
+    ));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('_method and X-HTTP-Method-Override in the query or matrix are refused 400, never forwarded', async () => {
     const refused = [

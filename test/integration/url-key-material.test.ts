@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/api-key.js';
 import { createCompanyAndKey } from '../helpers/admin.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
 import { eventually, send, type Reply } from '../helpers/http.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import type { RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Attack report F2, and the query-string parts of F3 and F5: key material in the URL is refused
@@ -47,8 +47,7 @@ async function lineOf(t: TestGateway, r: Reply): Promise<Record<string, unknown>
 }
 
 describe('F2: key material in the URL is refused before scope and limits, and never logged', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
+  let t: TestGateway, upstream: RecordingUpstream, close: () => Promise<void>;
   /** Scoped to GET /notify/v1/health: everything else is 403. */
   let scoped: { id: string; key: string };
   /** One request per minute. */
@@ -57,18 +56,12 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
   let other: { id: string; key: string };
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-      rateLimit: { authFailures: { enabled: false } },
-    });
-    const s = await createCompanyAndKey(t.gw.service, 'acme');
-    const p = await t.gw.service.updateKey(s.id, {
-      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
-    });
-    assert.ok(p.ok, JSON.stringify(p));
-    scoped = { id: s.id, key: s.key };
+    const f = await gatewayWithUpstream(
+      { rateLimit: { authFailures: { enabled: false } } },
+      { keyScopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }] },
+    );
+    ({ t, upstream, close } = f);
+    scoped = { id: f.keyId, key: f.key };
     const l = await t.gw.service.createKey('acme', {});
     assert.ok(l.ok, JSON.stringify(l));
     const lp = await t.gw.service.updateKey(l.value.id, { limits: [{ points: 1, duration: 60 }] });
@@ -77,10 +70,7 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
     const o = await createCompanyAndKey(t.gw.service, 'globex');
     other = { id: o.id, key: o.key };
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   async function exposedAt(company: string, id: string): Promise<string | null | undefined> {
     const keys = await t.gw.service.listKeys(company);
@@ -215,24 +205,16 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
 });
 
 describe('F2: refused by the failed-authentication budget, the presented key’s copy is not logged', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
       rateLimit: { authFailures: { enabled: true, points: 2, duration: 60 } },
-    });
+    }));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('429 AUTH_RATE_LIMITED with a valid key: its base64url copy in the path is redacted', async () => {
-    const { key } = await createCompanyAndKey(t.gw.service, 'acme');
     for (let i = 0; i < 3; i++)
       await send(t.port, '/notify/v1/otps', { headers: { 'X-API-Key': 'nk_live_' + 'x'.repeat(38) } });
     const r = await send(t.port, `/notify/v1/otps/${b64url(key)}`, { headers: { 'X-API-Key': key } });
@@ -246,23 +228,14 @@ describe('F2: refused by the failed-authentication budget, the presented key’s
 });
 
 describe('F3/F5, query string: PHP-style override names and legacy key encodings are refused', () => {
-  let upstream: RecordingUpstream;
-  let t: TestGateway;
-  let key: string;
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
       rateLimit: { authFailures: { enabled: false } },
-    });
-    key = (await createCompanyAndKey(t.gw.service, 'acme')).key;
+    }));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   test('F3: `%20_method`, `+_method`, `.method`, `_method[]`, `[_method]` are refused 400, `method` passes', async () => {
     for (const q of [

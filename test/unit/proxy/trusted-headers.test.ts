@@ -418,13 +418,6 @@ describe('attack report F4: more members of each family', () => {
    * "Headers a client may not assert").
    */
 
-  const NAMES = {
-    companyId: 'x-company-id',
-    keyId: 'x-api-key-id',
-    companyTier: 'x-company-tier',
-    requestId: 'x-request-id',
-  };
-
   /** Exactly the names the report found forwarded. */
   const REPORTED = [
     // client IP

@@ -527,6 +527,18 @@ describe('TierRateLimiter with Redis: leases per subject, close, insurance detai
     });
   const single = () =>
     new TierRateLimiter({ tiers: [TEN], redis: client, keyPrefix: 'ng-test:', failurePolicy: 'closed' });
+  /** An insurance limiter of TIER on a clock the test moves: stays end by it, not by waiting. */
+  function insuranceOnClock() {
+    const clock = { t: Date.now() };
+    const l = new TierRateLimiter({
+      tiers: [TIER],
+      redis: client,
+      keyPrefix: 'ng-test:',
+      failurePolicy: 'insurance',
+      now: () => clock.t,
+    });
+    return { l, clock };
+  }
 
   test('close() gives the unused lease back to Redis', async () => {
     const a = leased();
@@ -587,14 +599,7 @@ describe('TierRateLimiter with Redis: leases per subject, close, insurance detai
   });
 
   test('insurance: a subject stays on it until its shortest window at the fallback ends, not longer', async () => {
-    const clock = { t: Date.now() };
-    const l = new TierRateLimiter({
-      tiers: [TIER],
-      redis: client,
-      keyPrefix: 'ng-test:',
-      failurePolicy: 'insurance',
-      now: () => clock.t,
-    });
+    const { l, clock } = insuranceOnClock();
     const co = fresh();
     const two = { points: 50, duration: 2 };
     const sixty = { points: 50, duration: 60 };
@@ -619,14 +624,7 @@ describe('TierRateLimiter with Redis: leases per subject, close, insurance detai
   });
 
   test('insurance: a flood of other subjects falling back does not end a live stay early', async () => {
-    const clock = { t: Date.now() };
-    const l = new TierRateLimiter({
-      tiers: [TIER],
-      redis: client,
-      keyPrefix: 'ng-test:',
-      failurePolicy: 'insurance',
-      now: () => clock.t,
-    });
+    const { l, clock } = insuranceOnClock();
     const co = fresh();
     await redis.kill();
     try {
