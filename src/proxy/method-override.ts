@@ -404,6 +404,8 @@ function multipartNamesOverride(s: Buffer, scan: Scan): boolean {
     pieces++;
     pooled += tl;
     if (nameMatches(pool, 0, pooled, false, false, scan)) return true;
+    // Encoded words across the joined pieces (the pool is bounded, so this is too).
+    if (hasWord(pool, pooled) && encodedWordsMatch(pool, 0, pooled, scan)) return true;
   }
   return false;
 }

@@ -180,6 +180,7 @@ describe('createFormOverrideScanner, multipart', () => {
       'form-data; name==?utf-8?Q?=5Fme?= =?utf-8?Q?thod?=', // a token up to `;` (Commons)
       'form-data; name="=?utf-8?B?WC1IVFRQLU1ldGhvZC1PdmVycmlkZQ==?="', // X-HTTP-Method-Override
       "form-data; name*=utf-8''%3D%3Futf-8%3FB%3FX21ldGhvZA%3D%3D%3F%3D",
+      'form-data; name*0="=?utf-8?Q?=5F"; name*1="method?="', // a word across continuations
     ])
       assert.equal(multi(part(d)), true, d);
   });
