@@ -12,17 +12,21 @@ import type { IncomingHttpHeaders } from 'node:http';
  * `' '`, `.` and `-` read as `_` (PHP turns `' '`, `.` and an unmatched `[` into `_`), any case,
  * the name cut at its first `[` (`_method[]` and `_method[x]` are PHP's and Rack's array
  * `_method`), NUL bytes ignored (a UTF-16 body) or ending the name (PHP stops there). A urlencoded
- * name is %-decoded once, `+` is a space; pieces are split at `&` and `;`.
+ * name is %-decoded once (`%XX`, and `%uXXXX` as .NET reads it), `+` is a space; pieces are split at
+ * `&` and `;`.
  *
  * Multipart bodies are not split at their boundary (a parser differential between the gateway and
  * the upstream would be a way past): every `name` parameter anywhere in the body is read, as in
- * `Content-Disposition: form-data; name="_method"`, quoted (with `\` escapes) or a token, as sent
- * and %-decoded, RFC 2231 (`name*=utf-8''%5Fmethod`) and its continuations (`name*0`, `name*1`...,
- * joined in index order). A file whose content holds such a line is refused too.
+ * `Content-Disposition: form-data; name="_method"`, quoted with `"` or `'` (PHP) with `\` escapes,
+ * or a token, as sent and %-decoded, RFC 2231 (`name*=utf-8''%5Fmethod`) and its continuations
+ * (`name*0`, `name*1`..., joined in index order), and RFC 2047 encoded words
+ * (`=?utf-8?B?X21ldGhvZA==?=`, which Commons FileUpload decodes for Spring). A file whose content
+ * holds such a line is refused too.
  *
- * Cost: linear in the body's length. One `indexOf` pass per separator; each name is read once,
- * and no further than the longest configured name (plus leading whitespace), so no piece of the
- * body is read twice except by a native search.
+ * Cost: linear in the body's length, with no allocation per name or parameter. A urlencoded body is
+ * read in one pass; a multipart one by one forward `indexOf` per `=`. Each name is read once and no
+ * further than the longest configured name allows (plus leading whitespace), so no piece of the
+ * body is read more than a bounded number of times. `bench/form-scan.ts` measures the shapes.
  */
 
 /** The form kinds the scanner reads. */
@@ -140,6 +144,18 @@ interface Scan {
 const SPACE = 0x20;
 const PLUS = 0x2b;
 const PERCENT = 0x25;
+const DQUOTE = 0x22;
+const SQUOTE = 0x27;
+const BACKSLASH = 0x5c;
+const EQUALS = 0x3d;
+const QUESTION = 0x3f;
+
+/**
+ * Longest charset label (with an RFC 2231 `*language` suffix) read in an RFC 2047 encoded word.
+ * IANA charset names are at most 40 characters (RFC 2978); a longer label names no charset a parser
+ * would decode with, so the word is left as it is.
+ */
+const LABEL_MAX = 64;
 
 function isWhitespace(c: number): boolean {
   return c === SPACE || (c >= 0x09 && c <= 0x0d);
@@ -173,9 +189,36 @@ function addKey(root: TrieNode, key: string): void {
 }
 
 /**
+ * The escape at `s[i]` when `%`-decoding: `%XX`, or `%uXXXX` (IIS and .NET's `HttpUtility.UrlDecode`
+ * read it; any code unit above U+00FF becomes 0x100, which no key holds). Sets `escLength` to the
+ * escape's length, 0 when there is none.
+ */
+let escLength = 0;
+function escapeAt(s: Bytes, i: number, end: number): number {
+  escLength = 0;
+  if (i + 2 >= end) return -1;
+  const a = s[i + 1]!;
+  if ((a | 0x20) === 0x75 /* u */ && i + 5 < end) {
+    const h1 = hexValue(s[i + 2]!);
+    const h2 = hexValue(s[i + 3]!);
+    const h3 = hexValue(s[i + 4]!);
+    const h4 = hexValue(s[i + 5]!);
+    if (h1 !== -1 && h2 !== -1 && h3 !== -1 && h4 !== -1) {
+      escLength = 6;
+      return h1 === 0 && h2 === 0 ? h3 * 16 + h4 : 0x100;
+    }
+  }
+  const hi = hexValue(a);
+  const lo = hexValue(s[i + 2]!);
+  if (hi === -1 || lo === -1) return -1;
+  escLength = 3;
+  return hi * 16 + lo;
+}
+
+/**
  * Each character of the name `s[start, end)` as it is compared, passed to `visit` until it returns
  * false: leading whitespace dropped, `' '`, `.` and `-` as `_`, lowercase, NUL as 0; stops at the
- * first `[`. `%`-decodes once when `decode`, reads `+` as a space when `plus`.
+ * first `[`. `%`-decodes once (`%XX` and `%uXXXX`) when `decode`, reads `+` as a space when `plus`.
  */
 function readName(
   s: Bytes,
@@ -188,12 +231,11 @@ function readName(
   let leading = true;
   for (let i = start; i < end; i++) {
     let c = s[i]!;
-    if (decode && c === PERCENT && i + 2 < end) {
-      const hi = hexValue(s[i + 1]!);
-      const lo = hexValue(s[i + 2]!);
-      if (hi !== -1 && lo !== -1) {
-        c = hi * 16 + lo;
-        i += 2;
+    if (decode && c === PERCENT) {
+      const d = escapeAt(s, i, end);
+      if (d !== -1) {
+        c = d;
+        i += escLength - 1;
       }
     } else if (plus && c === PLUS) c = SPACE;
     if (leading && c !== 0 && isWhitespace(c)) continue;
@@ -222,7 +264,7 @@ function lower(c: number): number {
  * Whether the name `s[start, end)` is a configured key, read two ways at once: NUL bytes ignored (a
  * UTF-16 body), and the name ending at its first NUL (PHP). Walks the keys' trie, so it stops as
  * soon as neither reading can become a key: a name is read no further than the longest key, plus
- * its leading whitespace and NULs. No allocation.
+ * its leading whitespace and NULs. No allocation (the loop is readName's, inlined).
  */
 function nameMatches(
   s: Bytes,
@@ -233,38 +275,55 @@ function nameMatches(
   scan: Scan,
 ): boolean {
   // Most names are rejected by their first character.
-  if (!mayStart(s[start]!, scan)) return false;
+  if (start >= end || !mayStart(s[start]!, scan)) return false;
   let skipNul: TrieNode | undefined = scan.trie;
   let cutNul: TrieNode | undefined = scan.trie;
   let cut = false;
-  readName(s, start, end, decode, plus, (c) => {
+  let leading = true;
+  for (let i = start; i < end; i++) {
+    let c = s[i]!;
+    if (decode && c === PERCENT) {
+      const d = escapeAt(s, i, end);
+      if (d !== -1) {
+        c = d;
+        i += escLength - 1;
+      }
+    } else if (plus && c === PLUS) c = SPACE;
+    if (leading && c !== 0 && isWhitespace(c)) continue;
     if (c === 0) {
       cut = true;
-      return true;
+      continue;
     }
-    skipNul = skipNul?.next.get(c);
-    if (!cut) cutNul = cutNul?.next.get(c);
-    return skipNul !== undefined || (!cut && cutNul !== undefined);
-  });
-  return (skipNul as TrieNode | undefined)?.end === true || (cutNul as TrieNode | undefined)?.end === true;
+    leading = false;
+    if (c === 0x5b /* [ */) break;
+    const k = c === SPACE || c === 0x2e /* . */ || c === 0x2d /* - */ ? 0x5f : lower(c);
+    skipNul = skipNul?.next.get(k);
+    if (!cut) cutNul = cutNul?.next.get(k);
+    // Neither reading can go further: the cut one may still have ended on a key.
+    if (skipNul === undefined && (cut || cutNul === undefined)) break;
+  }
+  return skipNul?.end === true || cutNul?.end === true;
 }
 
-/** `a=1&_method=DELETE`: each piece between `&` or `;`, its name up to its first `=`. */
+/**
+ * `a=1&_method=DELETE`: each piece between `&` or `;`, its name up to its first `=`. One pass over
+ * the bytes (a native search per separator was measured slower when separators are dense: `&;=`).
+ */
 function urlencodedNamesOverride(s: Bytes, scan: Scan): boolean {
-  // The next `&`, `;` and `=` at or after i, each found by one native search that moves forward only.
-  let amp = s.indexOf(0x26);
-  let semi = s.indexOf(0x3b);
-  let eq = s.indexOf(0x3d);
-  for (let i = 0; i <= s.length;) {
-    if (amp !== -1 && amp < i) amp = s.indexOf(0x26, i);
-    if (semi !== -1 && semi < i) semi = s.indexOf(0x3b, i);
-    if (eq !== -1 && eq < i) eq = s.indexOf(0x3d, i);
-    const end = Math.min(amp === -1 ? s.length : amp, semi === -1 ? s.length : semi);
-    const nameEnd = eq === -1 || eq > end ? end : eq;
-    if (nameEnd > i && nameMatches(s, i, nameEnd, true, true, scan)) return true;
-    i = end + 1;
+  let start = 0;
+  let nameEnd = -1;
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    const c = s[i]!;
+    if (c === 0x26 /* & */ || c === 0x3b /* ; */) {
+      const e = nameEnd === -1 ? i : nameEnd;
+      if (e > start && nameMatches(s, start, e, true, true, scan)) return true;
+      start = i + 1;
+      nameEnd = -1;
+    } else if (c === EQUALS && nameEnd === -1) nameEnd = i;
   }
-  return false;
+  const e = nameEnd === -1 ? n : nameEnd;
+  return e > start && nameMatches(s, start, e, true, true, scan);
 }
 
 /**
@@ -274,40 +333,79 @@ function urlencodedNamesOverride(s: Bytes, scan: Scan): boolean {
 function multipartNamesOverride(s: Buffer, scan: Scan): boolean {
   // Raw characters of a value worth reading: the longest key, each character %-encoded.
   const maxRaw = 3 * (scan.max + 1) + 8;
-  const pieces = new Map<number, Buffer>();
-  let piecesLength = 0;
-  for (let eq = s.indexOf(0x3d); eq !== -1; eq = s.indexOf(0x3d, eq + 1)) {
-    const param = paramBefore(s, eq);
-    if (param === null) continue;
-    if (param.index === -1) {
+  // Raw characters of a value read for RFC 2047 encoded words: one word per character of the
+  // longest key (plus one), each with the longest label.
+  const maxWords = (scan.max + 2) * (LABEL_MAX + 12);
+  const value = new Uint8Array(maxRaw + 1);
+  const decoded = new Uint8Array(maxRaw + 1);
+  // RFC 2231 continuations of the current parameter, in index order: their indexes and lengths, and
+  // their bytes joined in `pool`. Only while the joined value could still be a key (maxRaw bytes).
+  const pool = new Uint8Array(2 * maxRaw + 2);
+  const pieceIndex: number[] = [];
+  const pieceLength: number[] = [];
+  let pooled = 0;
+  let pieces = 0;
+  let full = false;
+  for (let eq = s.indexOf(EQUALS); eq !== -1; eq = s.indexOf(EQUALS, eq + 1)) {
+    const index = paramBefore(s, eq);
+    if (index === NOT_NAME) continue;
+    const extended = paramExtended;
+    if (index === -1) {
       // A plain `name=` whose value cannot start a key is not read further.
-      if (!param.extended && !valueMayStart(s, eq + 1, scan)) continue;
-      const value = valueAfter(s, eq + 1, maxRaw);
-      const text = param.extended ? extendedValue(value) : value;
-      if (text.length === 0) continue;
-      if (nameMatches(text, 0, text.length, false, false, scan)) return true;
-      // Some parsers %-decode names (HTML forms escape `"` and line breaks that way).
-      if (nameMatches(text, 0, text.length, true, false, scan)) return true;
+      if (!extended && !valueMayStart(s, eq + 1, scan)) continue;
+      const vl = valueAfter(s, eq + 1, maxRaw, value);
+      const text = extended ? decoded : value;
+      const tl = extended ? extendedValue(value, vl, decoded) : vl;
+      if (tl > 0) {
+        if (nameMatches(text, 0, tl, false, false, scan)) return true;
+        // Some parsers %-decode names (HTML forms escape `"` and line breaks that way).
+        if (nameMatches(text, 0, tl, true, false, scan)) return true;
+        // RFC 2047 encoded words (Commons FileUpload's ParameterParser runs MimeUtility.decodeText),
+        // read again from the body, further than maxRaw (a word carries its label), when the value
+        // read holds one: a word past it would follow more than maxRaw other characters, so no key.
+        // In an RFC 2231 value, the words are read after its %-decoding.
+        if (hasWord(text, tl)) {
+          const words = extended
+            ? encodedWordsMatch(text, 0, tl, scan)
+            : encodedWordsMatch(s, eq + 1, Math.min(s.length, eq + 1 + maxWords), scan);
+          if (words) return true;
+        }
+      }
       continue;
     }
     // RFC 2231 continuation: a repeated index starts the next parameter's pieces.
-    if (pieces.has(param.index)) {
-      pieces.clear();
-      piecesLength = 0;
+    let at = 0;
+    while (at < pieces && pieceIndex[at]! < index) at++;
+    if (at < pieces && pieceIndex[at] === index) {
+      pieces = pooled = at = 0;
+      full = false;
     }
     // Longer than any name (leading whitespace aside): the rest of this parameter is not read.
-    if (piecesLength > maxRaw) continue;
-    const value = valueAfter(s, eq + 1, maxRaw);
-    const text = param.extended ? extendedValue(value) : value;
-    pieces.set(param.index, text);
-    piecesLength += text.length + 1;
-    let lowest = Infinity;
-    for (const [i, piece] of pieces) if (i < lowest && piece.length > 0) lowest = i;
-    if (lowest === Infinity) continue;
-    const head = pieces.get(lowest)!;
-    if (!mayStart(head[0]!, scan)) continue;
-    const joined = Buffer.concat([...pieces.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1]));
-    if (nameMatches(joined, 0, joined.length, false, false, scan)) return true;
+    if (full) continue;
+    const vl = valueAfter(s, eq + 1, maxRaw, value);
+    const text = extended ? decoded : value;
+    const tl = extended ? extendedValue(value, vl, decoded) : vl;
+    // Empty pieces add nothing to the name.
+    if (tl === 0) continue;
+    if (pooled + tl > maxRaw) {
+      full = true;
+      continue;
+    }
+    let offset = 0;
+    for (let p = 0; p < at; p++) offset += pieceLength[p]!;
+    pool.copyWithin(offset + tl, offset, pooled);
+    pool.set(text.subarray(0, tl), offset);
+    for (let p = pieces; p > at; p--) {
+      pieceIndex[p] = pieceIndex[p - 1]!;
+      pieceLength[p] = pieceLength[p - 1]!;
+    }
+    pieceIndex[at] = index;
+    pieceLength[at] = tl;
+    pieces++;
+    pooled += tl;
+    if (nameMatches(pool, 0, pooled, false, false, scan)) return true;
+    // Encoded words across the joined pieces (the pool is bounded, so this is too).
+    if (hasWord(pool, pooled) && encodedWordsMatch(pool, 0, pooled, scan)) return true;
   }
   return false;
 }
@@ -315,47 +413,58 @@ function multipartNamesOverride(s: Buffer, scan: Scan): boolean {
 /** Whether a name whose first character is `c` can be a key (after decoding or dropping whitespace). */
 function mayStart(c: number, scan: Scan): boolean {
   const l = lower(c);
-  return scan.starts.has(l) || l === PERCENT || l === PLUS || l === 0 || l === 0x5c || isWhitespace(l);
+  return scan.starts.has(l) || l === PERCENT || l === PLUS || l === 0 || l === BACKSLASH || isWhitespace(l);
 }
 
 /** Whether the value after a `=` at `i` may start a key: its first character past whitespace and a quote. */
 function valueMayStart(s: Buffer, i: number, scan: Scan): boolean {
   while (i < s.length && (s[i]! === SPACE || s[i]! === 0x09)) i++;
-  // A quote: the whitespace after it is dropped by valueAfter, so it may start one.
-  return i < s.length && (s[i]! === 0x22 || mayStart(s[i]!, scan));
+  // A quote: the whitespace after it is dropped by valueAfter, so it may start one. `=`: an RFC
+  // 2047 encoded word.
+  if (i >= s.length) return false;
+  const c = s[i]!;
+  return c === DQUOTE || c === SQUOTE || c === EQUALS || mayStart(c, scan);
 }
 
+/** Marks a parameter that is not a `name` parameter. */
+const NOT_NAME = -2;
+/** Whether the parameter paramBefore last read ends in `*` (RFC 2231 extended value). */
+let paramExtended = false;
+
 /**
- * The parameter ending at the `=` at `eq`, when it is a `name` parameter: `index` -1 for `name`
- * and `name*`, the continuation number for `name*N` / `name*N*`; `extended` when it ends in `*`.
+ * The parameter ending at the `=` at `eq`, when it is a `name` parameter: -1 for `name` and
+ * `name*`, the continuation number for `name*N` / `name*N*`, NOT_NAME otherwise; `paramExtended`
+ * set when it ends in `*`.
  */
-function paramBefore(s: Buffer, eq: number): { index: number; extended: boolean } | null {
+function paramBefore(s: Buffer, eq: number): number {
   let j = eq - 1;
   while (j >= 0 && (s[j]! === SPACE || s[j]! === 0x09)) j--;
-  let extended = false;
+  paramExtended = false;
   let index = -1;
   if (s[j]! === 0x2a /* * */) {
-    extended = true;
+    paramExtended = true;
     j--;
   }
   const digitsEnd = j;
   while (j >= 0 && s[j]! >= 48 && s[j]! <= 57) j--;
   if (j < digitsEnd) {
-    if (s[j]! !== 0x2a) return null;
+    if (s[j]! !== 0x2a) return NOT_NAME;
     // Leading zeros or a huge number: still a piece, at the number's value (capped).
-    index = Math.min(Number(s.slice(j + 1, Math.min(digitsEnd + 1, j + 8))), 1e6);
+    index = 0;
+    for (let d = j + 1; d <= digitsEnd && d < j + 8; d++) index = index * 10 + s[d]! - 48;
+    index = Math.min(index, 1e6);
     j--;
   }
-  if (j < 3) return null;
+  if (j < 3) return NOT_NAME;
   if (
     (s[j - 3]! | 0x20) !== 0x6e /* n */ ||
     (s[j - 2]! | 0x20) !== 0x61 /* a */ ||
     (s[j - 1]! | 0x20) !== 0x6d /* m */ ||
     (s[j]! | 0x20) !== 0x65 /* e */
   )
-    return null;
-  if (j >= 4 && isAlnum(s[j - 4]!)) return null;
-  return { index, extended };
+    return NOT_NAME;
+  if (j >= 4 && isAlnum(s[j - 4]!)) return NOT_NAME;
+  return index;
 }
 
 function isAlnum(c: number): boolean {
@@ -364,52 +473,213 @@ function isAlnum(c: number): boolean {
 }
 
 /**
- * The value after a parameter's `=`: a quoted string (leading whitespace inside dropped, `\`
- * escapes undone) or a token up to `;`, `,`, whitespace or `"`; at most `maxRaw` characters after
- * any leading whitespace.
+ * The value after a parameter's `=`, written to `out`, its length returned: a string quoted with
+ * `"` or `'` (PHP's php_ap_getword_conf reads both; leading whitespace inside dropped, `\` escapes
+ * undone, ending at the same quote or a line break) or a token up to `;`, `,`, whitespace or a
+ * quote; at most `maxRaw` characters after any leading whitespace.
  */
-function valueAfter(s: Buffer, i: number, maxRaw: number): Buffer {
+function valueAfter(s: Buffer, i: number, maxRaw: number, out: Uint8Array): number {
   while (i < s.length && (s[i] === SPACE || s[i] === 0x09)) i++;
-  if (s[i] === 0x22 /* " */) {
+  const q = s[i];
+  let n = 0;
+  if (q === DQUOTE || q === SQUOTE) {
     i++;
     while (i < s.length && (s[i] === SPACE || s[i] === 0x09)) i++;
-    const out: number[] = [];
-    for (let n = 0; i < s.length && n < maxRaw; i++, n++) {
+    for (; i < s.length && n < maxRaw; i++) {
       let c = s[i]!;
-      if (c === 0x22 || c === 0x0d || c === 0x0a) break;
-      if (c === 0x5c /* \ */ && i + 1 < s.length) c = s[++i]!;
-      out.push(c);
+      if (c === q || c === 0x0d || c === 0x0a) break;
+      if (c === BACKSLASH && i + 1 < s.length) c = s[++i]!;
+      out[n++] = c;
     }
-    return Buffer.from(out);
+    return n;
   }
   const end = Math.min(s.length, i + maxRaw);
-  let j = i;
-  while (j < end) {
-    const c = s[j]!;
-    if (c === 0x3b || c === 0x2c || c === 0x22 || isWhitespace(c)) break;
-    j++;
+  for (; i < end; i++) {
+    const c = s[i]!;
+    if (c === 0x3b || c === 0x2c || c === DQUOTE || isWhitespace(c)) break;
+    out[n++] = c;
   }
-  return s.subarray(i, j);
+  return n;
 }
 
-/** An RFC 2231 extended value: `charset'lang'%-encoded` (or only %-encoded), decoded. */
-function extendedValue(v: Buffer): Buffer {
-  const q1 = v.indexOf(0x27);
-  const q2 = q1 === -1 ? -1 : v.indexOf(0x27, q1 + 1);
-  const text = q2 === -1 ? v : v.subarray(q2 + 1);
-  const out: number[] = [];
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === PERCENT && i + 2 < text.length) {
-      const hi = hexValue(text[i + 1]!);
-      const lo = hexValue(text[i + 2]!);
+/** An RFC 2231 extended value `v[0, length)`: `charset'lang'%-encoded` (or only %-encoded), decoded into `out`. */
+function extendedValue(v: Uint8Array, length: number, out: Uint8Array): number {
+  let q = 0;
+  let from = 0;
+  for (let i = 0; i < length && q < 2; i++)
+    if (v[i] === SQUOTE) {
+      q++;
+      from = i + 1;
+    }
+  if (q < 2) from = 0;
+  let n = 0;
+  for (let i = from; i < length; i++) {
+    const c = v[i]!;
+    if (c === PERCENT && i + 2 < length) {
+      const hi = hexValue(v[i + 1]!);
+      const lo = hexValue(v[i + 2]!);
       if (hi !== -1 && lo !== -1) {
-        out.push(hi * 16 + lo);
+        out[n++] = hi * 16 + lo;
         i += 2;
         continue;
       }
     }
-    out.push(c);
+    out[n++] = c;
   }
-  return Buffer.from(out);
+  return n;
+}
+
+/**
+ * Whether the value starting at `s[i]` (before `limit`), read for RFC 2047 encoded words
+ * (`=?charset?B?base64?=`, `=?charset?Q?quoted?=`, any label up to LABEL_MAX, B and Q in any case,
+ * whitespace between two words dropped, words inside a word decoded too, as JavaMail's lenient
+ * mode does) is a key. A quoted value ends at its quote, a token at `;` or a line break (Commons
+ * FileUpload keeps a token's inner spaces). Holds no word: false at once. Stops as soon as the name
+ * decoded so far cannot become a key.
+ */
+function encodedWordsMatch(s: Bytes, i: number, limit: number, scan: Scan): boolean {
+  while (i < limit && (s[i] === SPACE || s[i] === 0x09)) i++;
+  let quote = 0;
+  if (s[i] === DQUOTE || s[i] === SQUOTE) quote = s[i++]!;
+  const m = new NameMatcher(scan);
+  let anyWord = false;
+  let afterWord = false;
+  let spaces = 0; // whitespace held back: dropped between two words
+  while (i < limit) {
+    const c = s[i]!;
+    if (c === 0x0d || c === 0x0a) break;
+    if (quote !== 0 ? c === quote : c === 0x3b || c === DQUOTE || c === SQUOTE) break;
+    if (c === EQUALS && s[i + 1] === QUESTION) {
+      const next = decodeWord(s, i, limit, quote, m, afterWord ? 0 : spaces);
+      if (next !== -1) {
+        anyWord = true;
+        afterWord = true;
+        spaces = 0;
+        if (m.dead) return m.matched();
+        i = next;
+        continue;
+      }
+    }
+    if (c === SPACE || c === 0x09) {
+      spaces++;
+      i++;
+      continue;
+    }
+    for (; spaces > 0; spaces--) m.feed(SPACE);
+    afterWord = false;
+    m.feed(quote !== 0 && c === BACKSLASH && i + 1 < limit ? s[++i]! : c);
+    if (m.dead) return anyWord && m.matched();
+    i++;
+  }
+  return anyWord && m.matched();
+}
+
+/**
+ * Decodes the RFC 2047 word at `s[i]` (`=?`) into `m`, after feeding it `spaces` spaces; returns the
+ * index after its `?=`, or -1 (feeding nothing) when it is not one.
+ */
+function decodeWord(
+  s: Bytes,
+  i: number,
+  limit: number,
+  quote: number,
+  m: NameMatcher,
+  spaces: number,
+): number {
+  let j = i + 2;
+  const labelEnd = Math.min(limit, j + LABEL_MAX + 1);
+  while (j < labelEnd && isLabelChar(s[j]!)) j++;
+  if (j === i + 2 || j >= labelEnd || s[j] !== QUESTION) return -1;
+  const enc = (s[j + 1]! | 0x20) as number;
+  if ((enc !== 0x62 /* b */ && enc !== 0x71) /* q */ || s[j + 2] !== QUESTION) return -1;
+  const textStart = j + 3;
+  let k = textStart;
+  while (k + 1 < limit && !(s[k] === QUESTION && s[k + 1] === EQUALS)) {
+    const c = s[k]!;
+    if (c === quote || c === 0x0d || c === 0x0a || c === SPACE || c === 0x09) return -1;
+    k++;
+  }
+  if (k + 1 >= limit) return -1;
+  for (; spaces > 0; spaces--) m.feed(SPACE);
+  if (enc === 0x71) {
+    for (let p = textStart; p < k && !m.dead; p++) {
+      const c = s[p]!;
+      if (c === 0x5f /* _ */) m.feed(SPACE);
+      else if (c === EQUALS && p + 2 < k && hexValue(s[p + 1]!) !== -1 && hexValue(s[p + 2]!) !== -1) {
+        m.feed(hexValue(s[p + 1]!) * 16 + hexValue(s[p + 2]!));
+        p += 2;
+      } else m.feed(c);
+    }
+  } else {
+    let bits = 0;
+    let nbits = 0;
+    for (let p = textStart; p < k && !m.dead; p++) {
+      const v = base64Value(s[p]!);
+      if (v === -1) continue; // `=` padding, or junk a lenient decoder skips
+      bits = ((bits << 6) | v) & 0xffffff;
+      nbits += 6;
+      if (nbits >= 8) {
+        nbits -= 8;
+        m.feed((bits >> nbits) & 0xff);
+      }
+    }
+  }
+  return k + 2;
+}
+
+/** Whether `v[0, length)` holds `=?`, the start of an RFC 2047 encoded word. */
+function hasWord(v: Uint8Array, length: number): boolean {
+  for (let i = 0; i + 1 < length; i++) if (v[i] === EQUALS && v[i + 1] === QUESTION) return true;
+  return false;
+}
+
+function isLabelChar(c: number): boolean {
+  return isAlnum(c) || c === 0x2d || c === 0x5f || c === 0x2e || c === 0x3a || c === 0x2a || c === PLUS;
+}
+
+function base64Value(c: number): number {
+  if (c >= 65 && c <= 90) return c - 65;
+  if (c >= 97 && c <= 122) return c - 71;
+  if (c >= 48 && c <= 57) return c + 4;
+  if (c === PLUS || c === 0x2d) return 62;
+  if (c === 0x2f || c === 0x5f) return 63;
+  return -1;
+}
+
+/**
+ * The trie walk of nameMatches, fed one decoded character at a time (no `%`-decoding): `dead` once
+ * neither reading (NULs ignored, name cut at the first NUL) can go further, so that matched() can
+ * no longer change.
+ */
+class NameMatcher {
+  private skipNul: TrieNode | undefined;
+  private cutNul: TrieNode | undefined;
+  private cut = false;
+  private leading = true;
+  private stopped = false;
+  dead = false;
+  constructor(scan: Scan) {
+    this.skipNul = scan.trie;
+    this.cutNul = scan.trie;
+  }
+  feed(c: number): void {
+    if (this.dead || this.stopped) return;
+    if (this.leading && c !== 0 && isWhitespace(c)) return;
+    if (c === 0) {
+      this.cut = true;
+      return;
+    }
+    this.leading = false;
+    if (c === 0x5b /* [ */) {
+      this.stopped = true;
+      return;
+    }
+    const k = c === SPACE || c === 0x2e || c === 0x2d ? 0x5f : lower(c);
+    this.skipNul = this.skipNul?.next.get(k);
+    if (!this.cut) this.cutNul = this.cutNul?.next.get(k);
+    if (this.skipNul === undefined && (this.cut || this.cutNul === undefined)) this.dead = true;
+  }
+  matched(): boolean {
+    return this.skipNul?.end === true || this.cutNul?.end === true;
+  }
 }

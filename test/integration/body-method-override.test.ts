@@ -141,6 +141,8 @@ describe('method override in a form body', () => {
     'X-HTTP-Method-Override': 'X-HTTP-Method-Override=DELETE',
     'x_http_method (PHP-style name)': 'x_http_method=DELETE',
     'no value': '_method',
+    '%u escape (.NET HttpUtility.UrlDecode)': '%u005Fmethod=DELETE',
+    '%u escapes in X-HTTP-Method-Override': 'X%u002DHTTP%u002DMethod%u002DOverride=DELETE',
   };
   for (const [name, body] of Object.entries(urlencoded)) {
     test(`urlencoded, ${name}: 400, nothing forwarded`, async () => {
@@ -179,6 +181,10 @@ describe('method override in a form body', () => {
     'RFC 2231 (name*)': "form-data; name*=utf-8''%5Fmethod",
     'RFC 2231 continuation (Go)': 'form-data; name*0="_me"; name*1="thod"',
     'continuation out of order': 'form-data; name*1="thod"; name*0="_me"',
+    "single-quoted (PHP's php_ap_getword_conf)": "form-data; name='_method'",
+    'RFC 2047 B word (Commons FileUpload → Spring)': 'form-data; name="=?utf-8?B?X21ldGhvZA==?="',
+    'RFC 2047 Q word': 'form-data; name="=?utf-8?Q?=5Fmethod?="',
+    'RFC 2047 words joined, other label and case': 'form-data; name="=?ISO-8859-1?b?X21l?= =?x-y?q?thod?="',
   };
   for (const [name, disposition] of Object.entries(multiparts)) {
     test(`multipart, ${name}: 400, nothing forwarded`, async () => {
@@ -264,6 +270,8 @@ describe('method override in a form body', () => {
             disposition: 'form-data; name="file"; filename="_method.txt"',
             content: 'bytes \u00e9 \u0000 here',
           },
+          { disposition: "form-data; name='doc'; filename='_method'", content: 'x' },
+          { disposition: 'form-data; name="=?utf-8?B?dGl0bGU=?="', content: 'encoded title' },
         ]),
         { 'Content-Type': 'multipart/form-data; boundary=B0und' },
       ],

@@ -76,6 +76,11 @@ describe('createFormOverrideScanner, urlencoded', () => {
       '%5fMETHOD=DELETE',
       '_method%00junk=DELETE',
       '_method',
+      '%u005Fmethod=DELETE', // .NET's HttpUtility.UrlDecode reads %uXXXX
+      '%U005fMETHOD=DELETE',
+      'X%u002DHTTP%u002DMethod%u002DOverride=DELETE',
+      '%u0020_method=DELETE',
+      '_method%u005B%u005D=DELETE',
       'x-http-method-override=DELETE',
       'X_HTTP_METHOD_OVERRIDE=DELETE',
       'x.http.method=DELETE',
@@ -102,6 +107,10 @@ describe('createFormOverrideScanner, urlencoded', () => {
       '__method=DELETE',
       'x-http-method-overrides=1',
       '=_method',
+      '%uFF3Fmethod=DELETE', // fullwidth low line: not `_`
+      '%u5Fmethod=DELETE', // not four hex digits: `%u5F` is not an escape
+      '%u005Fmethods=DELETE',
+      'a=%u005Fmethod',
     ])
       assert.equal(form(b), false, b);
   });
@@ -137,6 +146,56 @@ describe('createFormOverrideScanner, multipart', () => {
       'form-data; x-name="_method"',
     ])
       assert.equal(multi(part(d)), true, d);
+  });
+  test("single-quoted names (PHP's php_ap_getword_conf) and other spellings parsers accept", () => {
+    for (const d of [
+      "form-data; name='_method'",
+      "form-data; name = '_method'",
+      "form-data; name='\\_me\\thod'",
+      "form-data; name=' _method'",
+      "form-data; name='_method[]'",
+      "form-data; NAME='X-HTTP-Method-Override'",
+      'form-data; name =  _method  ;',
+      'form-data; name=\t_method\t',
+      "form-data; name*0='_me'; name*1='thod'",
+    ])
+      assert.equal(multi(part(d)), true, d);
+  });
+  test('RFC 2047 encoded words (Commons FileUpload → MimeUtility.decodeText → Spring)', () => {
+    for (const d of [
+      'form-data; name="=?utf-8?B?X21ldGhvZA==?="',
+      'form-data; name="=?utf-8?Q?=5Fmethod?="',
+      'form-data; name="=?UTF-8?b?X21ldGhvZA==?="',
+      'form-data; name="=?utf-8?q?=5fmethod?="',
+      'form-data; name="=?iso-8859-1?Q?x_http_method?="', // Q's `_` is a space, read as `_`
+      'form-data; name="=?windows-1252?Q?=5Fmethod?="',
+      'form-data; name="=?x-anything?B?X21ldGhvZA?="', // any label; unpadded base64
+      'form-data; name="=?utf-8*en?Q?=5Fmethod?="', // RFC 2231 language suffix
+      'form-data; name="=?utf-8?B?X21l?= =?utf-8?B?dGhvZA==?="', // joined, space dropped
+      'form-data; name="=?utf-8?Q?=5Fme?=\t =?utf-8?Q?thod?="',
+      'form-data; name="=?utf-8?Q?=5Fme?==?utf-8?Q?thod?="',
+      'form-data; name="_me=?utf-8?Q?thod?="', // an encoded word inside a word (JavaMail, lenient)
+      "form-data; name='=?utf-8?B?X21ldGhvZA==?='",
+      'form-data; name==?utf-8?B?X21ldGhvZA==?=',
+      'form-data; name==?utf-8?Q?=5Fme?= =?utf-8?Q?thod?=', // a token up to `;` (Commons)
+      'form-data; name="=?utf-8?B?WC1IVFRQLU1ldGhvZC1PdmVycmlkZQ==?="', // X-HTTP-Method-Override
+      "form-data; name*=utf-8''%3D%3Futf-8%3FB%3FX21ldGhvZA%3D%3D%3F%3D",
+      'form-data; name*0="=?utf-8?Q?=5F"; name*1="method?="', // a word across continuations
+    ])
+      assert.equal(multi(part(d)), true, d);
+  });
+  test('encoded words and quotes that do not name an override pass', () => {
+    for (const d of [
+      'form-data; name="=?utf-8?B?bWV0aG9k?="', // method
+      'form-data; name="=?utf-8?Q?=5Fmethods?="',
+      'form-data; name="=?utf-8?B?X21ldGhvZA==?=x"',
+      'form-data; name="=?utf-8?Z?X21ldGhvZA==?="', // no such encoding
+      'form-data; name="title"; filename="=?utf-8?B?X21ldGhvZA==?="',
+      "form-data; name='title'; filename='_method'",
+      'form-data; name="file"; filename="_method.txt"',
+      "form-data; name=\"it's\"; filename='_method'",
+    ])
+      assert.equal(multi(part(d)), false, d);
   });
   test('other parameters and contents pass', () => {
     for (const d of [
@@ -188,6 +247,17 @@ describe('createFormOverrideScanner, cost', () => {
       ['continuations', (n) => fill('name*0="a"; name*1="b"; ', n), 'multipart'],
       ['quoted spaces', (n) => Buffer.concat([Buffer.from('name="'), fill(' ', n)]), 'multipart'],
       ['name="_metho"', (n) => fill('name="_metho";', n), 'multipart'],
+      ["name='_metho'", (n) => fill("name='_metho';", n), 'multipart'],
+      ['extended continuations', (n) => fill('name*0*=a;', n), 'multipart'],
+      ['continuation pairs', (n) => fill('; name*0="a"; name*1="b"', n), 'multipart'],
+      ['encoded words', (n) => fill('name="=?utf-8?Q?=5Fmetho?= ', n), 'multipart'],
+      [
+        'empty encoded words',
+        (n) => Buffer.concat([Buffer.from('name="'), fill('=?a?Q??= ', n)]),
+        'multipart',
+      ],
+      ['nested encoded words', (n) => fill('name==?a?Q?=5F?= ', n), 'multipart'],
+      ['%u escapes', (n) => fill('%u005F', n), 'urlencoded'],
     ];
     const floor = 2; // ms: below this, timer noise
     for (const [name, make, kind] of shapes) {
