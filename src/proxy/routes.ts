@@ -48,8 +48,37 @@ const REFUSED_SECOND_ESCAPE = new RegExp(
 // after decoding). Windows and IIS drop trailing dots and spaces from a path segment, so `.. ` and
 // `...` are `..` to them; some frameworks trim both ends. Every segment follows a separator: the
 // path starts with `/`. Linear: a failed attempt backtracks over one segment's dots only.
-const DOT_SEGMENT = /[/\\;]\s*\.[.\s]*(?:[/\\;?#]|%3[fF]|%23|$)/;
+// Every C0 control and DEL count as whitespace too: Java's `String.trim()` strips every character
+// up to U+0020, Python's `str.strip()` strips `\x1c`–`\x1f`.
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const DOT_SEGMENT = /[/\\;][\s\0-\x1f\x7f]*\.[.\s\0-\x1f\x7f]*(?:[/\\;?#]|%3[fF]|%23|$)/;
 const NON_ASCII = /[^\0-\x7f]/;
+// In the NFKC-folded form, more characters some runtime trims, drops or maps (attack report 2, 3):
+// - ignorable: JS `\s`, C0 and C1 controls and DEL (NEL U+0085 is trimmed by Python and Go),
+//   soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers, Khmer and Mongolian
+//   invisible vowels and selectors, zero-width and bidi format characters (U+200B–U+200F,
+//   U+2028–U+202F, U+2060–U+206F), variation selectors, BOM;
+// - dots: `.`, Arabic and Syriac full stops (U+06D4, U+0701, U+0702), the ideographic full stop
+//   U+3002 (which NFKC leaves alone; half-width and vertical forms fold to it), the one-dot leader,
+//   small and full-width full stops (they fold to `.`), stenographic full stop, Lisu and Vai ones;
+// - separators: `/`, `\`, `;`, and what Windows best-fit and code-page conversions turn into `/`
+//   or `\`: division slash ∕ U+2215, fraction slash ⁄ U+2044, set minus ∖ U+2216, reverse solidus
+//   operator ⧵ U+29F5, big solidi ⧸ ⧹, box-drawing diagonals ╱ ╲, small reverse solidus ﹨ U+FE68,
+//   yen ¥ U+00A5 (`\` under Japanese code pages) and won ₩ U+20A9 (Korean). They are refused
+//   next to a dot-like segment only, not outright: `¥` and `₩` have legitimate uses in a path.
+const IGNORABLE =
+  '\\s\\0-\\x1f\\x7f-\\xa0\\xad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f' +
+  '\\u200b-\\u200f\\u2028-\\u202f\\u205f-\\u206f\\u3000\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0';
+const DOT_LIKE = '.\\u06d4\\u0701\\u0702\\u2024\\u2e3c\\u3002\\ua4f8\\ua60e\\ufe12\\ufe52\\uff0e\\uff61';
+const SEPARATOR_LIKE =
+  '/\\\\;\\xa5\\u20a9\\u2044\\u2215\\u2216\\u2571\\u2572\\u29f5\\u29f8\\u29f9\\ufe68\\uff0f\\uff3c\\uffe5\\uffe6';
+// Same shape as DOT_SEGMENT (the three classes are disjoint): linear in the same way. The classes
+// hold combining marks and variation selectors on purpose: each is matched on its own.
+const FOLDED_DOT_SEGMENT = new RegExp(
+  // eslint-disable-next-line no-misleading-character-class
+  `[${SEPARATOR_LIKE}][${IGNORABLE}]*[${DOT_LIKE}][${DOT_LIKE}${IGNORABLE}]*` +
+    `(?:[${SEPARATOR_LIKE}?#]|%3[fF]|%23|$)`,
+);
 
 /** Backslash or NUL, or a dot-like segment; native substring searches first (a regex pass costs more). */
 function showsUnsafeAscii(s: string): boolean {
@@ -70,6 +99,7 @@ function showsUnsafe(s: string): boolean {
   const folded = foldUnicode(s);
   return (
     showsUnsafeAscii(folded) ||
+    FOLDED_DOT_SEGMENT.test(folded) ||
     (folded.includes('%') && REFUSED_LATER_ESCAPE.test(folded) && !REFUSED_LATER_ESCAPE.test(s))
   );
 }
@@ -83,8 +113,8 @@ const MAX_DECODE_ROUNDS = 8;
 const REFUSED_LATER_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[eEfF]|3[bB])/;
 const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
 // Escapes whose decoding changes no separator or dot but can make a segment dot-like: whitespace
-// and control characters (`..%20`, `..%09`) and non-ASCII bytes (`%ef%bc%8e`, a full-width dot).
-const RESHAPING_ESCAPE = /%(?:[01][0-9A-Fa-f]|20|[89A-Fa-f][0-9A-Fa-f])/;
+// and control characters, DEL included (`..%20`, `..%09`, `..%7f`), and non-ASCII bytes (`%ef%bc%8e`, a full-width dot).
+const RESHAPING_ESCAPE = /%(?:[01][0-9A-Fa-f]|20|7[fF]|[89A-Fa-f][0-9A-Fa-f])/;
 
 /**
  * Whether a request target is a plain origin-form path the gateway can route safely: starts with

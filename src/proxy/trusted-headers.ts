@@ -183,6 +183,52 @@ const CLIENT_ASSERTED = [
   'x-replaced-path',
   'x-script-name',
   'x-https',
+  // Attack report 2, finding 8. Client address under more names: IP-based authorisation bypasses
+  // (`X-Custom-IP-Authorization`), `X-True-IP`, `X-Client-Address` and their siblings.
+  'x-custom-ip-authorization',
+  'x-true-ip',
+  'x-client-address',
+  'x-client-addr',
+  'x-real-address',
+  'x-remote-address',
+  'x-originating-address',
+  'x-source-ip',
+  'x-src-ip',
+  'x-origin-ip',
+  'x-ip',
+  'x-client-ipv6',
+  'x-forwarded-ip',
+  'x-forwarded-client-ip',
+  'x-forwarded-by',
+  'x-wap-client-ip',
+  // Acting as someone else: delegation, impersonation and run-as headers.
+  'x-on-behalf-of',
+  'on-behalf-of',
+  'x-act-as',
+  'x-acting-as',
+  'x-run-as',
+  'x-runas',
+  'x-sudo',
+  'x-sudo-user',
+  'x-impersonate',
+  'x-impersonated-user',
+  'x-impersonation',
+  'x-service-account',
+  'x-service-account-name',
+  'x-serviceaccount',
+  'x-switch-user',
+  'x-as-user',
+  'x-delegated-user',
+  'x-user-info',
+  // Look-alikes of the gateway's own key-id header under shorter names.
+  'x-key-id',
+  'x-keyid',
+  'key-id',
+  'x-api-keyid',
+  'x-apikey-id',
+  'x-apikeyid',
+  'x-credential-id',
+  'x-access-key-id',
 ];
 
 /**
@@ -204,7 +250,108 @@ const TENANT_WORDS = [
   'partner',
   'subscription',
 ];
-const TENANT_NAMES = TENANT_WORDS.flatMap((w) => [`x-${w}`, `x-${w}-id`, `x-${w}id`, `${w}-id`, `${w}id`]);
+/**
+ * Words that name a tenant or app but do not stand alone in `TENANT_WORDS` (`X-App` and `X-Site`
+ * are too generic to drop whole): each is dropped with the id and name suffixes below
+ * (`X-App-Id`, `X-Application-Id`, `X-Site-Id`, `X-Realm-Name`...).
+ */
+const TENANT_ONLY_WITH_SUFFIX = [
+  'app',
+  'application',
+  'site',
+  'shop',
+  'store',
+  'realm',
+  'namespace',
+  'domain',
+];
+/**
+ * Name suffixes for tenant words (attack report 2, finding 8: `X-Tenant-Name`, `X-Org-Slug`):
+ * `X-<w>-<suffix>`, `X-<w><suffix>`, `<w>-<suffix>`. Not for `client`: `X-Client-Name` is an SDK's
+ * name, an ordinary client header.
+ */
+const TENANT_SUFFIXES = ['id', 'name', 'slug', 'domain', 'uuid'];
+const TENANT_NAMES = [
+  ...TENANT_WORDS.flatMap((w) => [`x-${w}`, `x-${w}-id`, `x-${w}id`, `${w}-id`, `${w}id`]),
+  ...[...TENANT_WORDS, ...TENANT_ONLY_WITH_SUFFIX]
+    .filter((w) => w !== 'client')
+    .flatMap((w) => TENANT_SUFFIXES.flatMap((x) => [`x-${w}-${x}`, `x-${w}${x}`, `${w}-${x}`])),
+  // Tenant words standing alone that frameworks read (Kubernetes-style namespaces, Keycloak realms).
+  'x-namespace',
+  'x-realm',
+];
+/**
+ * Identity words (attack report 2, finding 8: `X-Email`, `X-Subject`, `X-Uid`, `X-Login`,
+ * `X-Proxy-User`, `X-Api-User`...): each is dropped behind every prefix in `IDENTITY_PREFIXES`
+ * (`X-Email`, `X-Auth-Login`, `X-Forwarded-Principal`, `X-Proxy-Uid`, `X-Api-User`...), as an exact
+ * name, never as a prefix of one: `X-User-Agent` passes.
+ */
+const IDENTITY_WORDS = [
+  'user',
+  'users',
+  'user-id',
+  'userid',
+  'user-name',
+  'username',
+  'user-email',
+  'user-info',
+  'userinfo',
+  'user-role',
+  'user-roles',
+  'user-groups',
+  'email',
+  'mail',
+  'subject',
+  'sub',
+  'uid',
+  'login',
+  'principal',
+  'principal-name',
+  'role',
+  'roles',
+  'group',
+  'groups',
+  'account',
+  'account-id',
+  'identity',
+  'preferred-username',
+  'name',
+  'scope',
+  'scopes',
+  'claims',
+  'claim',
+  'id-token',
+  'access-token',
+  'admin',
+  'is-admin',
+];
+const IDENTITY_PREFIXES = [
+  'x-',
+  'x-auth-',
+  'x-authenticated-',
+  'x-authorized-',
+  'x-verified-',
+  'x-forwarded-',
+  'x-remote-',
+  'x-proxy-',
+  'x-api-',
+  'x-end-',
+  'x-end-user-',
+  'x-logged-in-',
+  'x-current-',
+  'x-real-',
+  'x-trusted-',
+  'x-upstream-',
+  'x-gateway-',
+  'x-iam-',
+  'x-sso-',
+  'x-oauth-',
+  'x-oauth2-',
+  'x-saml-',
+  'x-ldap-',
+  'x-token-',
+];
+const IDENTITY_NAMES = IDENTITY_PREFIXES.flatMap((p) => IDENTITY_WORDS.map((w) => `${p}${w}`));
 /**
  * `X-Original-URL`, `-Uri`, `-Host`, `-Forwarded-For`, `-Method`...: all overrides, like
  * `X-Rewrite-*` and `X-Override-*`. `X-Envoy-*`: Envoy's internal headers (`-External-Address`,
@@ -279,6 +426,19 @@ const CLIENT_ASSERTED_PREFIXES = [
   // URL overrides: Next.js (`X-Middleware-Subrequest`, `X-Invoke-Path`...).
   'x-middleware-',
   'x-invoke-',
+  // Attack report 2, finding 8: OIDC claims under an X- prefix (`X-Oidc-Claim-Sub`), Google IAP
+  // without `Goog` (`X-Iap-User`), Shopify's shop identity (`X-Shopify-Shop-Domain`), and claim
+  // and impersonation families (`X-Claim-*`, `X-Impersonate*`, `X-Sudo-*`, `X-Run-As-*`).
+  'x-oidc-',
+  'x-iap-',
+  'x-shopify-',
+  'x-claim-',
+  'x-auth-claim',
+  'x-impersonat',
+  'x-sudo-',
+  'x-run-as-',
+  'x-act-as-',
+  'x-on-behalf-of-',
 ];
 
 /**
@@ -355,6 +515,7 @@ export function createHeaderScrubber(
       'x-api-key',
       ...CLIENT_ASSERTED,
       ...TENANT_NAMES,
+      ...IDENTITY_NAMES,
       ...extraNames,
       ...HOP_BY_HOP,
     ].map(normaliseHeaderName),

@@ -237,3 +237,139 @@ describe('dot-like segments and Unicode separators are refused for a key scoped 
     );
   });
 });
+
+describe('attack report 2, findings 3 and 8: padded dot segments and more client-asserted names', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+  let scopedKey: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    });
+    key = (await createCompanyAndKey(t.gw.service, 'acme2')).key;
+    const k = await createCompanyAndKey(t.gw.service, 'scoped2');
+    scopedKey = k.key;
+    const u = await t.gw.service.updateKey(k.id, {
+      scopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }],
+    });
+    assert.ok(u.ok, JSON.stringify(u));
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.received.length = 0;
+  });
+
+  test('finding 3: every reported padded dot segment gets the path-check 400, nothing is forwarded', async () => {
+    const segments = [
+      ...['01', '02', '03', '04', '05', '06', '07', '08', '0e', '0f', '1c', '1d', '1e', '1f', '7f'].map(
+        (b) => `..%${b}`,
+      ),
+      '%1f..',
+      '..%c2%85',
+      '..%251c',
+      '..%257f',
+      '..%e2%88%95',
+      '..%e2%88%96',
+      '..%c2%a5',
+      '..%e2%82%a9',
+      '..%e2%80%8b',
+      '..%c2%ad',
+      '..%cd%8f',
+      '..%e1%85%9f',
+      '%e3%80%82%e3%80%82',
+      '.%e3%80%82',
+    ];
+    const wrong: string[] = [];
+    for (const seg of segments)
+      for (const p of [`/notify/v1/health/${seg}/otps`, `/notify/v1/health/${seg}`]) {
+        const r = await send(t.port, p, { headers: { 'X-API-Key': scopedKey } });
+        if (
+          r.status !== 400 ||
+          JSON.stringify(r.json) !== '{"error":"Bad Request","details":"Malformed request"}'
+        )
+          wrong.push(`${p} → ${r.status}`);
+      }
+    assert.deepEqual(wrong, []);
+    assert.deepEqual(
+      upstream.received.map((r) => r.url),
+      [],
+    );
+    // The same characters away from a dot-only segment: in scope, forwarded as sent.
+    for (const p of [
+      '/notify/v1/health/a%e2%88%95b',
+      '/notify/v1/health/%c2%a5100',
+      '/notify/v1/health/file.v2.json',
+    ]) {
+      const ok = await send(t.port, p, { headers: { 'X-API-Key': scopedKey } });
+      assert.equal(ok.status, 200, p);
+    }
+    assert.deepEqual(
+      upstream.received.map((r) => r.url),
+      ['/notify/v1/health/a%e2%88%95b', '/notify/v1/health/%c2%a5100', '/notify/v1/health/file.v2.json'],
+    );
+  });
+
+  test('finding 8: every reported header is dropped from an untrusted peer, ordinary ones pass', async () => {
+    const asserted = [
+      'X-Custom-IP-Authorization',
+      'X-True-IP',
+      'X-Client-Address',
+      'X-Email',
+      'X-Subject',
+      'X-Uid',
+      'X-Login',
+      'X-Proxy-User',
+      'X-Api-User',
+      'X-On-Behalf-Of',
+      'X-Act-As',
+      'X-Run-As',
+      'X-Sudo',
+      'X-Impersonate',
+      'X-Service-Account',
+      'X-Oidc-Claim-Sub',
+      'X-Iap-User',
+      'X-User-Info',
+      'X-App-Id',
+      'X-Application-Id',
+      'X-Tenant-Name',
+      'X-Org-Slug',
+      'X-Namespace',
+      'X-Realm',
+      'X-Site-Id',
+      'X-Shopify-Shop-Domain',
+      'X-Key-Id',
+      'X-Forwarded-Principal',
+      'X-Remote-Login',
+    ];
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ...asserted.map((n): [string, string] => [n, `asserted-${n}`]),
+        ['Idempotency-Key', 'kept-1'],
+        ['Accept-Language', 'kept-2'],
+        ['X-Client-Version', 'kept-3'],
+        ['X-Request-Id', 'kept-4'],
+        ['User-Agent', 'kept-5'],
+        ['Traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const leaked: string[] = [];
+    for (let i = 0; i < got.rawHeaders.length; i += 2)
+      if (got.rawHeaders[i + 1]!.startsWith('asserted-')) leaked.push(got.rawHeaders[i]!);
+    assert.deepEqual(leaked, []);
+    assert.equal(got.headers['idempotency-key'], 'kept-1');
+    assert.equal(got.headers['accept-language'], 'kept-2');
+    assert.equal(got.headers['x-client-version'], 'kept-3');
+    assert.equal(got.headers['user-agent'], 'kept-5');
+    assert.ok(got.headers.traceparent !== undefined);
+  });
+});

@@ -578,3 +578,179 @@ describe('attack report F6: dot-like segments and Unicode separators', () => {
     });
   });
 });
+
+describe('attack report 2, finding 3: dot segments padded with characters some runtime trims or ignores', () => {
+  const scoped = '/notify/v1/health/';
+  const pct = (s: string) =>
+    [...Buffer.from(s, 'utf8')].map((b) => '%' + b.toString(16).padStart(2, '0')).join('');
+  const raw = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+  /** What Java's trim(), Python's strip(), Go's TrimSpace or a Unicode-aware framework drops. */
+  const IGNORED = [
+    ...Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).filter((c) => c !== '\0'),
+    '\x7f',
+    '\u0085',
+    '\u00a0',
+    '\u00ad',
+    '\u034f',
+    '\u115f',
+    '\u1160',
+    '\u1680',
+    '\u180e',
+    ...Array.from({ length: 11 }, (_, i) => String.fromCharCode(0x2000 + i)),
+    '\u200b',
+    '\u200c',
+    '\u200d',
+    '\u200e',
+    '\u200f',
+    '\u2028',
+    '\u2029',
+    '\u202f',
+    '\u205f',
+    '\u2060',
+    '\u3000',
+    '\u3164',
+    '\ufeff',
+    '\uffa0',
+  ];
+  const DOTS = ['.', '\u3002', '\uff0e', '\u2024', '\ufe52', '\u0701', '\u0702', '\uff61', '\u06d4'];
+  const SEPARATORS = ['\u2215', '\u2044', '\u2216', '\u29f5', '\ufe68', '\u00a5', '\u20a9'];
+  /** One character as a raw UTF-8 target, once escaped, twice escaped. */
+  const spellings = (c: string) => [c.charCodeAt(0) < 0x80 ? c : raw(c), pct(c), pct(c).replace(/%/g, '%25')];
+
+  test('each reported spelling is refused, before or after the dots, mid-path and at the end', () => {
+    const reported = [
+      '..%01',
+      '..%08',
+      '..%0e',
+      '..%1c',
+      '..%1f',
+      '..%7f',
+      '..%c2%85',
+      '..%251c',
+      '..%257f',
+      '..%25c2%2585',
+      '..%e2%88%95',
+      '..%e2%88%96',
+      '..%c2%a5',
+      '..%e2%80%8b',
+      '..%c2%ad',
+      '..%cd%8f',
+      '..%e1%85%9f',
+      '%e3%80%82%e3%80%82',
+      '%1f..',
+      '%e2%80%8b..',
+      '.%c2%ad.',
+    ];
+    const accepted: string[] = [];
+    for (const seg of reported)
+      for (const end of ['/otps', '', ';x', '?a=1'])
+        if (isSafeRequestPath(`${scoped}${seg}${end}`)) accepted.push(seg + end);
+    assert.deepEqual(accepted, []);
+  });
+
+  test('every ignorable character, at any position and escape depth, makes a dot segment refused', () => {
+    const accepted: string[] = [];
+    for (const c of IGNORED)
+      for (const s of spellings(c))
+        for (const seg of [`..${s}`, `${s}..`, `.${s}.`, `.${s}`, `${s}.${s}`])
+          if (isSafeRequestPath(`${scoped}${seg}/otps`)) accepted.push(JSON.stringify(seg));
+    assert.deepEqual(accepted, []);
+  });
+
+  test('dot look-alikes count as dots, alone or mixed with dots', () => {
+    const accepted: string[] = [];
+    for (const d of DOTS)
+      for (const s of spellings(d))
+        for (const seg of [`${s}${s}`, `.${s}`, `${s}.`, s])
+          for (const end of ['/otps', ''])
+            if (isSafeRequestPath(`${scoped}${seg}${end}`)) accepted.push(JSON.stringify(seg + end));
+    assert.deepEqual(accepted, []);
+  });
+
+  test('Windows best-fit and code-page separators (∕ ⁄ ∖ ⧵ ﹨ ¥ ₩) next to dots are separators', () => {
+    const accepted: string[] = [];
+    for (const c of SEPARATORS)
+      for (const s of spellings(c))
+        for (const p of [
+          `${scoped}..${s}otps`,
+          `/notify/v1/a${s}..${s}b`,
+          `/notify/v1/a${s}..`,
+          `${scoped}.${s}`,
+        ])
+          if (isSafeRequestPath(p)) accepted.push(JSON.stringify(p));
+    assert.deepEqual(accepted, []);
+  });
+
+  test('ordinary paths, and these characters away from a dot-only segment, still pass', () => {
+    for (const p of [
+      '/notify/v1/caf%C3%A9',
+      `/notify/v1/${raw('café')}/x`,
+      '/notify/v1/file.v2.json',
+      '/notify/v1/a%20.',
+      '/notify/v1/a..',
+      '/notify/v1/..a',
+      '/notify/v1/prices/%c2%a5100',
+      `/notify/v1/prices/${raw('₩5.0')}`,
+      '/notify/v1/a%e2%88%95b',
+      '/notify/v1/%e3%80%82a',
+      '/notify/v1/a%e2%80%8b.',
+      `/notify/v1/${raw('på..x')}`,
+      '/notify/v1/a%7f',
+      '/notify/v1/%01x',
+    ])
+      assert.equal(isSafeRequestPath(p), true, p);
+  });
+
+  test('property: dots and ignorable characters in any mix and escape depth are refused', () => {
+    const piece = fc.oneof(
+      fc.constantFrom(...DOTS).chain((c) => fc.constantFrom(...spellings(c))),
+      fc.constantFrom(...IGNORED).chain((c) => fc.constantFrom(...spellings(c))),
+    );
+    const dot = fc.constantFrom(...DOTS).chain((c) => fc.constantFrom(...spellings(c)));
+    const end = fc.constantFrom('/otps', '', ';x', '/', ...SEPARATORS.map((c) => `${pct(c)}otps`));
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 4 }),
+        dot,
+        fc.array(piece, { maxLength: 4 }),
+        end,
+        (b, d, a, e) => {
+          return !isSafeRequestPath(`${scoped}${b.join('')}${d}${a.join('')}${e}`);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  test('property: a letter or digit among dots and ignorable characters makes the segment pass', () => {
+    // A twice-escaped dot (`%252e`) is refused wherever it is, by design: only `.` and `%2e` here.
+    const piece = fc.oneof(
+      fc.constantFrom('.', '%2e'),
+      fc.constantFrom(...DOTS.slice(1)).chain((c) => fc.constantFrom(...spellings(c))),
+      fc.constantFrom(...IGNORED.filter((c) => c > ' ')).chain((c) => fc.constantFrom(...spellings(c))),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 4 }),
+        fc.stringMatching(/^[a-z0-9]{1,4}$/),
+        fc.array(piece, { maxLength: 4 }),
+        (b, name, a) => isSafeRequestPath(`${scoped}${b.join('')}${name}${a.join('')}/otps`),
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('the cost stays linear: 16 KB of dots and ignorable characters decide quickly', () => {
+    for (const s of [
+      '.%e2%80%8b'.repeat(1600) + 'x',
+      '%e3%80%82%01'.repeat(1300) + 'x',
+      ('/' + raw('\u3002\u200b')).repeat(2000) + 'x',
+      raw('\u2215.').repeat(4000) + 'x',
+    ]) {
+      const t0 = process.hrtime.bigint();
+      isSafeRequestPath(`/notify/v1/${s}`);
+      // A generous bound against quadratic blow-up (16 K² steps take seconds), not a timing test.
+      assert.ok(process.hrtime.bigint() - t0 < 500_000_000n, s.slice(0, 12));
+    }
+  });
+});

@@ -619,3 +619,146 @@ describe('attack report F4: more members of each family', () => {
     });
   });
 });
+
+describe('attack report 2, finding 8: more client-address, identity and tenant names, and their generalisation', () => {
+  const scrub = createHeaderScrubber(NAMES);
+
+  /** Exactly the names the report found forwarded. */
+  const REPORTED = [
+    'X-Custom-IP-Authorization',
+    'X-True-IP',
+    'X-Client-Address',
+    'X-Email',
+    'X-Subject',
+    'X-Uid',
+    'X-Login',
+    'X-Proxy-User',
+    'X-Api-User',
+    'X-On-Behalf-Of',
+    'X-Act-As',
+    'X-Run-As',
+    'X-Sudo',
+    'X-Impersonate',
+    'X-Service-Account',
+    'X-Oidc-Claim-Sub',
+    'X-Iap-User',
+    'X-User-Info',
+    'X-App-Id',
+    'X-Application-Id',
+    'X-Tenant-Name',
+    'X-Org-Slug',
+    'X-Namespace',
+    'X-Realm',
+    'X-Site-Id',
+    'X-Shopify-Shop-Domain',
+    'X-Key-Id',
+  ];
+
+  /** The generalisation: tenant words × suffixes, identity words × prefixes, and the families. */
+  const GENERALISED = [
+    ...[
+      'tenant',
+      'org',
+      'organization',
+      'account',
+      'customer',
+      'project',
+      'workspace',
+      'team',
+      'merchant',
+    ].flatMap((w) => [`X-${w}-Name`, `X-${w}-Slug`, `X-${w}-Domain`, `X-${w}Name`, `${w}-Slug`]),
+    ...['app', 'application', 'site', 'shop', 'store', 'realm', 'namespace'].flatMap((w) => [
+      `X-${w}-Id`,
+      `X-${w}-Name`,
+      `X-${w}Id`,
+    ]),
+    ...['user', 'email', 'subject', 'uid', 'login', 'principal', 'role', 'group', 'account'].flatMap((w) =>
+      [
+        'X-',
+        'X-Auth-',
+        'X-Forwarded-',
+        'X-Remote-',
+        'X-Proxy-',
+        'X-Api-',
+        'X-Authenticated-',
+        'X-End-User-',
+      ].map((p) => `${p}${w}`),
+    ),
+    'X-Oidc-Claim-Email',
+    'X-Oidc-Access-Token',
+    'X-Iap-Email',
+    'X-Shopify-Shop-Id',
+    'X-Shopify-Access-Token',
+    'X-Impersonate-Group',
+    'X-Impersonated-User',
+    'X-Sudo-User',
+    'X-Run-As-User',
+    'X-Acting-As',
+    'On-Behalf-Of',
+    'X-Service-Account-Name',
+    'X-Source-Ip',
+    'X-Client-Addr',
+    'X-Forwarded-Client-Ip',
+    'X-Keyid',
+    'Key-Id',
+    'X-Access-Key-Id',
+  ];
+
+  /** Ordinary client headers, the earlier list's and more with the same words in them. */
+  const KEPT = [
+    'accept',
+    'accept-encoding',
+    'accept-language',
+    'content-type',
+    'content-length',
+    'content-encoding',
+    'idempotency-key',
+    'x-idempotency-key',
+    'x-request-id-client',
+    'x-correlation-id',
+    'traceparent',
+    'tracestate',
+    'baggage',
+    'user-agent',
+    'x-user-agent',
+    'x-client-version',
+    'x-client-name',
+    'x-sdk-version',
+    'x-app-version',
+    'x-app-build',
+    'x-api-version',
+    'x-site',
+    'x-app',
+    'authorization',
+    'x-auth-token',
+    'x-api-key-hint-is-not-the-key',
+    'cf-ray',
+    'if-match',
+    'prefer',
+    'x-timezone',
+    'x-locale',
+    'x-device-id',
+    'x-account-name-hint-is-not-a-family-member',
+  ];
+
+  for (const [label, list] of [
+    ['reported', REPORTED],
+    ['generalised', GENERALISED],
+  ] as const)
+    test(`every ${label} name is dropped, in any case and \`_\` spelling, from untrusted and trusted peers`, () => {
+      const passed: string[] = [];
+      for (const name of list)
+        for (const spelled of [name.toLowerCase(), name.toLowerCase().replace(/-/g, '_')])
+          for (const trusted of [false, true]) {
+            const out = scrub({ [spelled]: 'v', accept: 'a' }, trusted);
+            if (Object.keys(out).length !== 1) passed.push(`${spelled}${trusted ? ' (trusted)' : ''}`);
+          }
+      assert.deepEqual(passed, []);
+    });
+
+  test('ordinary client headers still pass, all at once with every dropped one', () => {
+    const h: IncomingHttpHeaders = {};
+    for (const n of [...REPORTED, ...GENERALISED, ...KEPT]) h[n.toLowerCase()] = 'v';
+    assert.deepEqual(Object.keys(scrub(h, false)).sort(), [...KEPT].sort());
+  });
+});
