@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { generateApiKey } from '../../src/auth/api-key.js';
-import { gatewayWithUpstream, type TestGateway } from '../helpers/gateway.js';
+import { createCompanyAndKey } from '../helpers/admin.js';
+import { gatewayWithUpstream, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { send } from '../helpers/http.js';
-import type { Received, RecordingUpstream } from '../helpers/upstream.js';
+import { startUpstream, type Received, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Attack report F4, F5 (headers) and F6, through a real gateway and a recording upstream: every

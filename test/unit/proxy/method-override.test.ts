@@ -261,12 +261,19 @@ describe('createFormOverrideScanner, cost', () => {
     ];
     const floor = 2; // ms: below this, timer noise
     for (const [name, make, kind] of shapes) {
-      const small = fastest(make(1 << 18), kind);
-      const large = fastest(make(1 << 20), kind);
-      assert.ok(
-        large <= 8 * Math.max(small, floor),
-        `${name}: ${large.toFixed(1)} ms vs ${small.toFixed(1)} ms`,
-      );
+      const smallBody = make(1 << 18);
+      const largeBody = make(1 << 20);
+      // A loaded machine can stall any single measurement; a quadratic scan is 16× on every try,
+      // so up to 8 tries (each the fastest of 5) only remove scheduling noise, not the test's power.
+      let seen = '';
+      let linear = false;
+      for (let attempt = 0; attempt < 8 && !linear; attempt++) {
+        const small = fastest(smallBody, kind);
+        const large = fastest(largeBody, kind);
+        linear = large <= 8 * Math.max(small, floor);
+        seen += ` ${large.toFixed(1)}/${small.toFixed(1)} ms`;
+      }
+      assert.ok(linear, `${name}: large/small${seen}`);
     }
   });
 });
