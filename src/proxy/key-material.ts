@@ -244,6 +244,20 @@ function findPieces(n: string, secret: Secret): [number, number][] | null {
 }
 
 /**
+ * Whether `text` (a URL: path segments, matrix parameters, query names and values) holds the
+ * presented key's secret split into pieces: after undoing escapes and removing everything that is
+ * not a letter or digit (`normalise`), stretches of at least 8 characters of the secret, in any
+ * order and with anything between them, cover 24 of its characters (`piecesIn`, the rule the
+ * header scrubber applies across headers). Linear in the length of `text`; false without a key.
+ *
+ * @example
+ * holdsSplitCopy(m, `/send/${body.slice(0, 19)}?x=${body.slice(19)}`) // true
+ */
+export function holdsSplitCopy(m: KeyMaterialMatcher, text: string): boolean {
+  return m.piecesIn(m.normalise(text)) !== null;
+}
+
+/**
  * Whether `text` may carry the key sent in `X-API-Key` (before it is verified): true when it holds
  * it (or any valid gateway key), and when the header is longer than `maxKeyLength` (such a key is
  * refused anyway; not scanning it keeps the cost bounded before authentication). False without a key.

@@ -304,3 +304,116 @@ describe('F3/F5, query string: PHP-style override names and legacy key encodings
     assert.equal(ok.status, 200);
   });
 });
+
+/**
+ * Second attack pass, findings 1 and 5 (self-contained: own gateway, upstream and helpers). 1: the
+ * presented key split over URL parts reaches no upstream and no log. 5: the key inside a malformed
+ * key header is still the material the access line redacts.
+ */
+describe('attack pass 2: the key split inside the URL, and keys in malformed key headers', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [{ prefix: '/notify/v1', target: upstream.url }],
+      rateLimit: { authFailures: { enabled: false } },
+    });
+    key = (await createCompanyAndKey(t.gw.service, 'split-co')).key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  const secretOf = (k: string) => k.slice(k.indexOf('_', 3) + 1);
+  /** No 24-character piece of the secret, in any case, in any log line. */
+  function assertSecretNotLogged(k: string, label: string): void {
+    const log = t.logText().toLowerCase();
+    const secret = secretOf(k).toLowerCase();
+    for (let i = 0; i + 24 <= secret.length; i++)
+      assert.ok(
+        !log.includes(secret.slice(i, i + 24)),
+        `${label}: 24 characters of the secret reached the log`,
+      );
+  }
+  async function accessLine(r: Reply): Promise<Record<string, unknown>> {
+    const id = r.headers['x-request-id'];
+    const find = () => t.logs().find((l) => l.msg === 'request' && l.requestId === id);
+    await eventually(async () => find() !== undefined, 3000);
+    return find()!;
+  }
+
+  test('finding 1: the presented key split over segments, matrix and query parts is 401 KEY_IN_URL, not forwarded, not logged', async () => {
+    const b = secretOf(key);
+    const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16)).join('');
+    const cases: [string, string][] = [
+      ['path and query value', `/notify/v1/send/${b.slice(0, 19)}?x=${b.slice(19)}`],
+      ['two query values', `/notify/v1/send?x=${b.slice(0, 19)}&y=1&z=${b.slice(19)}`],
+      [
+        'three 13-character pieces',
+        `/notify/v1/send?a=${b.slice(0, 13)}&y=1&b=${b.slice(13, 26)}&y=1&c=${b.slice(26)}`,
+      ],
+      ['two segments', `/notify/v1/send/${b.slice(0, 19)}/a/${b.slice(19)}`],
+      ['matrix parameter', `/notify/v1/send/${b.slice(0, 19)};x=${b.slice(19)}`],
+      ['reverse order', `/notify/v1/send/${b.slice(19)}?x=${b.slice(0, 19)}`],
+      ['with the prefix', `/notify/v1/send/nk_live_${b.slice(0, 19)}?x=${b.slice(19)}`],
+      ['query names', `/notify/v1/send?${b.slice(0, 19)}=1&${b.slice(19)}=2`],
+      ['%-encoded pieces', `/notify/v1/send/${pct(b.slice(0, 19))}?x=${pct(b.slice(19))}`],
+    ];
+    for (const [label, path] of cases) {
+      const r = await send(t.port, path, { method: 'POST', headers: { 'X-API-Key': key }, body: '{}' });
+      assert.equal(r.status, 401, label);
+      assert.deepEqual(r.json, { error: 'Unauthorized', details: KEY_IN_URL }, label);
+      assert.equal((await accessLine(r)).path, REDACTED, label);
+    }
+    assert.equal(upstream.received.length, 0, 'a URL holding the split key was forwarded');
+    assertSecretNotLogged(key, 'split');
+    // Not a false positive: pieces covering only 22 characters pass.
+    const lower = b.toLowerCase();
+    const sep = (at: number) => ['0', '1', '2'].find((c) => c !== lower[at] && c !== lower[at - 1])!;
+    const ok = await send(
+      t.port,
+      `/notify/v1/send/${b.slice(0, 11)}?${sep(11)}${sep(20)}=${b.slice(20, 31)}`,
+      {
+        method: 'POST',
+        headers: { 'X-API-Key': key },
+        body: '{}',
+      },
+    );
+    assert.equal(ok.status, 200);
+    upstream.received.length = 0;
+  });
+
+  test('finding 5: a key in a malformed key header keeps its 401, and its copy in the path is not logged', async () => {
+    const victim = (await createCompanyAndKey(t.gw.service, 'victim-co')).key;
+    const b = secretOf(victim);
+    const headerSets: [string, [string, string][]][] = [
+      [
+        'X-API-Key twice',
+        [
+          ['X-API-Key', victim],
+          ['X-API-Key', victim],
+        ],
+      ],
+      ['X-API-Key: Bearer K', [['X-API-Key', `Bearer ${victim}`]]],
+      ['K followed by junk', [['X-API-Key', `${victim}#junk`]]],
+      ['K over keys.maxLength', [['X-API-Key', victim + 'A'.repeat(300)]]],
+      ['only Authorization: Bearer K', [['Authorization', `Bearer ${victim}`]]],
+      ['only X_API_KEY', [['X_API_KEY', victim]]],
+    ];
+    for (const [label, headers] of headerSets)
+      for (const path of [`/notify/v1/send/${b64url(victim)}`, `/notify/v1/send/${b.toLowerCase()}`]) {
+        const r = await send(t.port, path, { method: 'POST', headers, body: '{}' });
+        assert.equal(r.status, 401, `${label}: ${path}`);
+        const details = (r.json as { details?: string }).details;
+        assert.notEqual(details, KEY_IN_URL, `${label}: the answer stays the authentication failure`);
+        assert.equal((await accessLine(r)).path, REDACTED, `${label}: ${path}`);
+      }
+    assert.equal(upstream.received.length, 0);
+    assertSecretNotLogged(victim, 'malformed key header');
+  });
+});

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
+import { holdsSplitCopy, type KeyMaterialFinding } from '../../proxy/key-material.js';
 import { matcherFor } from '../../proxy/trusted-headers.js';
 import { deny } from '../deny.js';
 import { assertFunction } from '../option-checks.js';
@@ -15,7 +16,9 @@ export interface PresentedKeyInUrlOptions {
 /**
  * Step 9, the presented key in the URL, right after authentication and before scopes, limits and
  * forwarding: the key is known now, so the URL is read with the key-material matcher (its secret
- * body alone, any case, separators, base64, hex, deep %-encoding; any other valid key). A find is
+ * body alone, any case, separators, base64, hex, deep %-encoding; any other valid key), and for
+ * the secret split into pieces over segments, matrix parameters and query names and values
+ * (`holdsSplitCopy`: pieces of ≥ 8 characters covering 24, any order, after decoding). A find is
  * 401 `KEY_IN_URL` (429 `AUTH_RATE_LIMITED` with `Retry-After` when the address has just used its
  * failed-authentication budget), noted — counted, and the key flagged exposed — and its path never
  * logged, whatever a later step would have answered (403 scope, 429 limit); 400 when the URL's
@@ -30,7 +33,11 @@ export function createPresentedKeyInUrl(opts: PresentedKeyInUrlOptions): Request
   const { noteKeyInUrl } = opts;
   return function presentedKeyInUrl(req, res, next) {
     const st = req.gw;
-    const inUrl = matcherFor(req.headers).find(req.url);
+    const m = matcherFor(req.headers);
+    let inUrl: KeyMaterialFinding | null = m.find(req.url);
+    // The secret split over segments, matrix parameters, query names and values (any order).
+    if (inUrl === null && holdsSplitCopy(m, req.url))
+      inUrl = { keys: [String(req.headers['x-api-key'])], undecided: false };
     if (inUrl === null) {
       st.urlHoldsNoPresentedKey = true;
       return next();

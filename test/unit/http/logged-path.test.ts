@@ -76,3 +76,69 @@ describe('the logged path: one rule for every outcome', () => {
       );
   });
 });
+
+describe('the logged path: split copies and keys in malformed key headers (attack pass 2, findings 1 and 5)', () => {
+  const key = generateApiKey('live');
+  const body = key.slice(8);
+  const guardDone = () => state({ urlGuardPassed: true });
+  const reqWith = (url: string, headers: Record<string, string | string[]>) =>
+    ({ url, headers }) as unknown as IncomingMessage;
+
+  /** Finding 1: the presented key's body split over URL parts, in any order, also %-encoded. */
+  const splitPaths = [
+    `/notify/v1/send/${body.slice(0, 19)}/a/${body.slice(19)}`,
+    `/notify/v1/send/${body.slice(0, 19)};x=${body.slice(19)}`,
+    `/notify/v1/send/${body.slice(19)}/a/${body.slice(0, 19)}`,
+    `/notify/v1/send/nk_live_${body.slice(0, 19)}/q/${body.slice(19)}`,
+    `/notify/v1/send/${body.slice(0, 13)}/y/${body.slice(13, 26)}/z/${body.slice(26)}`,
+    `/notify/v1/send/${encodeURIComponent(body.slice(0, 19)).replace(/./g, (c) => '%' + c.charCodeAt(0).toString(16))}/a/${body.slice(19)}`,
+  ];
+
+  test('the presented key split over path segments and matrix parameters is redacted', () => {
+    for (const url of splitPaths) assert.equal(loggedPath(req(url, key), guardDone()), REDACTED_PATH, url);
+  });
+
+  test('pieces of the key covering fewer than 24 characters, or shorter than 8, are logged', () => {
+    // Separators that extend neither piece (not the secret's neighbouring characters).
+    const lower = body.toLowerCase();
+    const sep = (at: number) => ['0', '1', '2'].find((c) => c !== lower[at] && c !== lower[at - 1])!;
+    const short = `/notify/v1/send/${body.slice(0, 11)}/${sep(11)}${sep(20)}/${body.slice(20, 31)}`; // 22 characters
+    assert.equal(loggedPath(req(short, key), guardDone()), short);
+    const tiny = `/x/${body.slice(0, 7)}/${sep(7)}/${body.slice(7, 14)}/${sep(14)}/${body.slice(14, 21)}/${sep(21)}/${body.slice(21, 28)}`;
+    assert.equal(loggedPath(req(tiny, key), guardDone()), tiny);
+  });
+
+  /** Finding 5: the real key arrives in a malformed key header; the path holds its base64 or lower-case body. */
+  const malformed: [string, Record<string, string | string[]>][] = [
+    ['X-API-Key sent twice', { 'x-api-key': `${key}, ${key}` }],
+    ['X-API-Key: Bearer K', { 'x-api-key': `Bearer ${key}` }],
+    ['K followed by junk', { 'x-api-key': `${key}!!junk` }],
+    ['K over maxLength', { 'x-api-key': key + 'A'.repeat(300) }],
+    ['only Authorization: Bearer K', { authorization: `Bearer ${key}` }],
+    ['only X_API_KEY', { x_api_key: key }],
+    ['the bare body in X-API-Key', { 'x-api-key': body }],
+  ];
+
+  test('a key inside a malformed key header: its base64 or lower-case copy in the path is redacted', () => {
+    for (const [label, headers] of malformed)
+      for (const url of [`/notify/v1/send/${b64url(key)}`, `/notify/v1/send/${body.toLowerCase()}`]) {
+        assert.equal(loggedPath(reqWith(url, headers), state()), REDACTED_PATH, `${label}: ${url}`);
+        assert.equal(loggedPath(reqWith(url, headers), guardDone()), REDACTED_PATH, `${label}: ${url}`);
+      }
+  });
+
+  test('candidates are capped: a header full of key shapes costs at most 4 matcher passes', () => {
+    const keys = Array.from({ length: 6 }, () => generateApiKey('live'));
+    const headers = { 'x-api-key': keys.join(',') };
+    const lower = (k: string) => `/x/${k.slice(8).toLowerCase()}`;
+    // The first shapes in the first 256 characters are read; the sixth key is past both caps.
+    assert.equal(loggedPath(reqWith(lower(keys[0]!), headers), guardDone()), REDACTED_PATH);
+    assert.equal(loggedPath(reqWith(lower(keys[3]!), headers), guardDone()), REDACTED_PATH);
+    assert.equal(loggedPath(reqWith(lower(keys[5]!), headers), guardDone()), lower(keys[5]!));
+    // A benign path with a malformed header is logged as sent.
+    assert.equal(
+      loggedPath(reqWith('/notify/v1/otps', { authorization: `Bearer ${key}` }), state()),
+      '/notify/v1/otps',
+    );
+  });
+});

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { generateApiKey } from '../../../src/auth/api-key.js';
-import { createKeyMaterialMatcher, mayHoldKey } from '../../../src/proxy/key-material.js';
+import { createKeyMaterialMatcher, holdsSplitCopy, mayHoldKey } from '../../../src/proxy/key-material.js';
 import { createHeaderScrubber } from '../../../src/proxy/trusted-headers.js';
 
 const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
@@ -500,5 +500,37 @@ describe('attack report F5: escape and Unicode forms, bare bodies, splits', () =
       const twice = { ...base, 'x-a': body.slice(0, 14), 'x-b': body.slice(0, 14) };
       assert.deepEqual(scrub(twice), { ...kept, 'x-a': body.slice(0, 14), 'x-b': body.slice(0, 14) });
     });
+  });
+});
+
+describe('holdsSplitCopy: the secret split over URL parts', () => {
+  const key = generateApiKey('live');
+  const b = key.slice(8);
+  const m = createKeyMaterialMatcher(key);
+
+  test('pieces of 8 or more covering 24 characters, any order, anything between, after decoding', () => {
+    for (const url of [
+      `/s/${b.slice(0, 19)}?x=${b.slice(19)}`,
+      `/s?x=${b.slice(19)}&y=1&z=${b.slice(0, 19)}`,
+      `/s/${b.slice(0, 8)};a=${b.slice(8, 16)}?${b.slice(16, 24)}=v`,
+      `/s/${pct(b.slice(0, 12))}/x/${pct(pct(b.slice(12, 24)))}`,
+      `/s/${b.slice(0, 12).toUpperCase()}/x/${b.slice(12, 24)}`,
+    ])
+      assert.equal(holdsSplitCopy(m, url), true, url);
+  });
+
+  test('23 characters in pieces, pieces of 7, another key, or no key: nothing', () => {
+    // Between pieces, a digit that extends neither neighbour (not the secret's next or previous character).
+    const lower = b.toLowerCase();
+    const sep = (at: number) => ['0', '1', '2'].find((c) => c !== lower[at] && c !== lower[at - 1])!;
+    assert.equal(holdsSplitCopy(m, `/s/${b.slice(0, 12)}?${sep(12)}${sep(20)}=${b.slice(20, 31)}`), false);
+    const sevens = [0, 7, 14, 21].map((i) => (i === 0 ? '' : sep(i)) + b.slice(i, i + 7)).join('/');
+    assert.equal(holdsSplitCopy(m, `/s/${sevens}`), false);
+    const other = generateApiKey('live').slice(8);
+    assert.equal(holdsSplitCopy(m, `/s/${other.slice(0, 19)}?x=${other.slice(19)}`), false);
+    assert.equal(
+      holdsSplitCopy(createKeyMaterialMatcher(''), `/s/${b.slice(0, 19)}?x=${b.slice(19)}`),
+      false,
+    );
   });
 });
