@@ -314,20 +314,15 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
   let upstream: RecordingUpstream;
   let t: TestGateway;
   let key: string;
+  let close: (() => Promise<void>) | undefined;
 
   before(async () => {
-    upstream = await startUpstream();
-    t = await startTestGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-      rateLimit: { authFailures: { enabled: false } },
-    });
-    key = (await createCompanyAndKey(t.gw.service, 'split-co')).key;
+    ({ t, upstream, key, close } = await gatewayWithUpstream(
+      { rateLimit: { authFailures: { enabled: false } } },
+      { company: 'split-co' },
+    ));
   });
-  after(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  after(() => close?.());
 
   const secretOf = (k: string) => k.slice(k.indexOf('_', 3) + 1);
   /** No 24-character piece of the secret, in any case, in any log line. */
