@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { generateApiKey, parseApiKey } from '../../../src/auth/api-key.js';
 import {
@@ -185,5 +186,120 @@ describe('BareBodyScan and decodeLegacyEscapes, directly', () => {
       'a%u00zz%c1%41%e0%a0%80%f0%90%80%80%',
     );
     assert.equal(decodeLegacyEscapes('%u0025%u0032%u0035'), '%25');
+  });
+});
+
+describe('BareBodyScan and decodeLegacyEscapes: edges (mutation survivors at 7167e16)', () => {
+  const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  /** A CRC-32 in 6 base62 digits, as api-key.ts writes a key's checksum. */
+  const sumDigits = (crc: number) => {
+    let out = '';
+    for (let i = 0, n = crc; i < 6; i++, n = Math.floor(n / 62)) out = BASE62[n % 62]! + out;
+    return out;
+  };
+  const scanAll = (text: string) => {
+    const out: string[] = [];
+    new BareBodyScan().feed(text, out);
+    return out;
+  };
+
+  test('non-ASCII characters (also U+0080) are separators, not part of the stream', () => {
+    const key = generateApiKey('live');
+    const body = bodyOf(key);
+    assert.deepEqual(scanAll(body.split('').join('é')), [key]);
+    assert.deepEqual(scanAll(body.split('').join('\u0080')), [key]);
+    assert.deepEqual(scanAll(`${body.slice(0, 19)}\u00ff\u0100${body.slice(19)}`), [key]);
+  });
+
+  test('a body whose checksum starts with the digit 4 (the largest a CRC-32 can have) is found', () => {
+    let key = '';
+    for (let i = 0; i < 2000 && key[key.length - 6] !== '4'; i++) key = generateApiKey('test');
+    assert.equal(key[key.length - 6], '4');
+    assert.deepEqual(scanAll(`-${bodyOf(key)}-`), [key]);
+  });
+
+  test('fewer than 38 characters are never a body, even when their last 6 match a zero-padded window', () => {
+    // The checksum of `nk_live_` + 22 NUL + 10 characters: what a scan that checked before 38 characters
+    // (its window still holding zeros) would compare the 6 characters after those 10 with.
+    let text = '';
+    for (let j = 0; j < 62 && !/^[0-4]/.test(text.slice(10)); j++) {
+      const w = 'ABCDEFGHI' + BASE62[j]!;
+      text = w + sumDigits(zlib.crc32(`nk_live_${'\0'.repeat(22)}${w}`));
+    }
+    assert.match(text.slice(10), /^[0-4]/);
+    assert.deepEqual(scanAll(text), []);
+    assert.deepEqual(scanAll(`x.${text}.y`), []);
+  });
+
+  test('a window whose checksum covers the 32 characters alone (no nk_<env>_ prefix) is not a key', () => {
+    // zlib.crc32(w, 0xffffffff) starts from a zero register: the checksum of no environment at all.
+    let text = '';
+    for (let j = 0; j < 62 && !/^[0-4]/.test(text.slice(32)); j++) {
+      const w = 'abcdefghijklmnopqrstuvwxyzABCDE' + BASE62[j]!;
+      text = w + sumDigits(zlib.crc32(w, 0xffffffff));
+    }
+    assert.match(text.slice(32), /^[0-4]/);
+    assert.deepEqual(scanAll(text), []);
+  });
+
+  test('legacy escapes: exact bounds of the continuation bytes and zero code points', () => {
+    assert.equal(decodeLegacyEscapes('%c1%bf'), '\x7f');
+    assert.equal(decodeLegacyEscapes('%e0%9f%bf'), '\u07ff');
+    assert.equal(decodeLegacyEscapes('%f0%8f%bf%bf'), '\uffff');
+    assert.equal(decodeLegacyEscapes('%u0000'), '\0');
+    assert.equal(decodeLegacyEscapes('%c0%80'), '\0');
+    assert.equal(decodeLegacyEscapes('%e0%80%80'), '\0');
+    assert.equal(decodeLegacyEscapes('%f0%80%80%80'), '\0');
+  });
+
+  test('legacy escapes: only %-escapes count, hex digits are ASCII only, a broken sequence stays literal', () => {
+    for (const s of [
+      'xu0041', // no `%`: nothing to decode
+      'a u006e',
+      '%c1xae', // the continuation must be an escape, not bare hex
+      '%e0%80xae',
+      '%cé%ae', // a non-ASCII character is no hex digit, in a byte escape...
+      '%c\u0080%ae',
+      '%é1%ae',
+      '%u\u00e9\u00e96e', // ...or in %uXXXX
+      '%u\u0080\u00806e',
+      '%e0%41%ae', // a bad first continuation is not skipped over
+      '%f0%41%80%ae',
+      '%41%80%80%80', // only %c0 %c1 %e0 %f0 lead an overlong sequence
+      '%zz%80%80%80',
+      '%e1%80%80',
+    ])
+      assert.equal(decodeLegacyEscapes(s), s, JSON.stringify(s));
+  });
+});
+
+describe('URL key guard: edges (mutation survivors at 7167e16)', () => {
+  test('a leading `]` is dropped before a method-override name, as Rack drops it', () => {
+    assert.deepEqual(check('/x?]_method=DELETE'), { found: false, methodOverride: true });
+    assert.deepEqual(check('/x?%5D_method=DELETE'), { found: false, methodOverride: true });
+  });
+
+  test('no method-override names configured: no parameter is reported as one', () => {
+    const plain = createUrlKeyGuard(['api_key'], { maxParams: 16, maxPathSegments: 16 });
+    for (const q of ['stryker_was_here', '_method', ''])
+      assert.deepEqual(plain(`/x?${q}=1`), { found: false }, q);
+  });
+
+  test('a key shape split over parameter values is found even when its checksum is wrong', () => {
+    const shape = `nk_live_${'A'.repeat(38)}`;
+    assert.deepEqual(check(`/x?a=${shape.slice(0, 27)}&b=${shape.slice(27)}`), {
+      found: true,
+      candidates: [shape],
+    });
+  });
+
+  test('matrix parameters past the cap: the query is still searched for bare bodies', () => {
+    const key = generateApiKey('live');
+    const small = createUrlKeyGuard(['api_key'], { maxParams: 4, maxPathSegments: 16 });
+    assert.deepEqual(small(`/x;a;b;c;d;e?q=${bodyOf(key)}`), {
+      found: true,
+      candidates: [key],
+      overLimit: true,
+    });
   });
 });
