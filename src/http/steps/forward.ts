@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { createHeaderScrubber, matcherFor, type TrustedHeaderNames } from '../../proxy/trusted-headers.js';
+import { presentedKeyMatcher } from './presented-key-in-url.js';
 import { firstValue, isHttps } from '../forwarded.js';
 import { assertHeaderName } from '../option-checks.js';
 
@@ -49,8 +50,9 @@ export function createForward(opts: ForwardOptions): RequestHandler {
     const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
     const connection = req.headers.connection;
     if (typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection)) st.clientClose = true;
-    // The URL was read for the presented key right after authentication (steps/presented-key-in-url.ts).
-    const keyMatcher = matcherFor(req.headers);
+    // The URL was read for the presented key right after authentication (steps/presented-key-in-url.ts),
+    // which built the matcher once for both uses.
+    const keyMatcher = presentedKeyMatcher(req) ?? matcherFor(req.headers);
     // Read X-Forwarded-* and Host after scrubbing: nothing holding the key is echoed into them.
     const headers = scrubHeaders(req.headers, st.peerTrusted, keyMatcher);
     const xff = headers['x-forwarded-for'];

@@ -1,6 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import { holdsSplitCopy, type KeyMaterialFinding } from '../../proxy/key-material.js';
+import {
+  holdsSplitCopy,
+  type KeyMaterialFinding,
+  type KeyMaterialMatcher,
+} from '../../proxy/key-material.js';
 import { matcherFor } from '../../proxy/trusted-headers.js';
 import { deny } from '../deny.js';
 import { assertFunction } from '../option-checks.js';
@@ -11,6 +15,14 @@ export interface PresentedKeyInUrlOptions {
    * seconds the address must wait when its failed-authentication budget is used.
    */
   noteKeyInUrl: (req: IncomingMessage, candidates: string[]) => number;
+}
+
+/** Each request's matcher, built once here and read again by the forward step. */
+const matchers = new WeakMap<IncomingMessage, KeyMaterialMatcher>();
+
+/** The presented key's matcher built by the presented-key step, if it ran for `req`. */
+export function presentedKeyMatcher(req: IncomingMessage): KeyMaterialMatcher | undefined {
+  return matchers.get(req);
 }
 
 /**
@@ -34,6 +46,7 @@ export function createPresentedKeyInUrl(opts: PresentedKeyInUrlOptions): Request
   return function presentedKeyInUrl(req, res, next) {
     const st = req.gw;
     const m = matcherFor(req.headers);
+    matchers.set(req, m); // the forward step scrubs headers with the same matcher
     let inUrl: KeyMaterialFinding | null = m.find(req.url);
     // The secret split over segments, matrix parameters, query names and values (any order).
     if (inUrl === null && holdsSplitCopy(m, req.url))
