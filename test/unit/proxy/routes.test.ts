@@ -230,6 +230,20 @@ describe('isSafeRequestPath: each refusal on its own', () => {
     assert.equal(isSafeRequestPath('/a%2531b'), true);
   });
 
+  test('a full-width percent sign (U+FF05) that NFKC folds into a refused escape, raw or encoded once', () => {
+    // Raw UTF-8 bytes reach the matcher as latin1 characters; the raw form holds no ASCII `%`, so
+    // only the fold shows `%2e%2e` (an upstream that normalises, then decodes, sees `..`).
+    const fullWidthPercent = Buffer.from('\uff05', 'utf8').toString('latin1');
+    for (const p of [
+      `/a/${fullWidthPercent}2e${fullWidthPercent}2e/b`,
+      `/a/${fullWidthPercent}2f/b`,
+      '/a/%EF%BC%852e%EF%BC%852e/b',
+    ])
+      assert.equal(isSafeRequestPath(p), false, p);
+    // The same sign before ordinary hex digits is data.
+    assert.equal(isSafeRequestPath(`/a/${fullWidthPercent}41/b`), true);
+  });
+
   test('REFUSED_METHODS holds TRACE, TRACK and CONNECT, and no route can allow them', () => {
     assert.deepEqual([...REFUSED_METHODS].sort(), ['CONNECT', 'TRACE', 'TRACK']);
     const rule = methodRuleOf({ methods: ['CONNECT', 'TRACE', 'TRACK', 'GET'] });
