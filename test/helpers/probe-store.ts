@@ -23,7 +23,8 @@ export type StoreMethod = Exclude<keyof KeyStore, 'kind' | 'writable'>;
 export class ProbeKeyStore implements KeyStore {
   private readonly counts_ = new Map<StoreMethod, number>();
   private readonly gates = new Map<StoreMethod, Promise<void>>();
-  private readonly failures = new Map<StoreMethod, Error>();
+  private readonly failures = new Map<StoreMethod, { err: Error; when?: (...args: never[]) => boolean }>();
+  private readonly deferrals = new Map<StoreMethod, { err: Error; kept: (() => Promise<unknown>)[] }>();
 
   constructor(readonly inner: KeyStore) {}
 
@@ -59,73 +60,106 @@ export class ProbeKeyStore implements KeyStore {
     };
   }
 
-  /** Makes every call of `m` reject with `err` (without reaching the real store) until `heal()`. */
-  fail(m: StoreMethod, err: Error = new Error('store unreachable (probe)')): void {
-    this.failures.set(m, err);
+  /**
+   * Makes every call of `m` reject with `err` (without reaching the real store) until `heal()`;
+   * with `when`, only the calls whose arguments it accepts.
+   */
+  fail<M extends StoreMethod>(
+    m: M,
+    err: Error = new Error('store unreachable (probe)'),
+    when?: (...args: Parameters<KeyStore[M]>) => boolean,
+  ): void {
+    this.failures.set(m, { err, ...(when ? { when: when as (...args: never[]) => boolean } : {}) });
+  }
+
+  /**
+   * A write answered as an outage that the server still runs later (a timed-out Lua script runs
+   * when Redis resumes): every call of `m` rejects with `err` at once, and the real call is kept
+   * back. The returned function runs the kept calls on the real store, in order, and answers their
+   * results. Until `heal()`.
+   */
+  defer(m: StoreMethod, err: Error): () => Promise<unknown[]> {
+    const kept: (() => Promise<unknown>)[] = [];
+    this.deferrals.set(m, { err, kept });
+    return async () => {
+      const results: unknown[] = [];
+      for (const run of kept.splice(0)) results.push(await run());
+      return results;
+    };
   }
 
   heal(m?: StoreMethod): void {
-    if (m) this.failures.delete(m);
-    else this.failures.clear();
+    if (m) {
+      this.failures.delete(m);
+      this.deferrals.delete(m);
+    } else {
+      this.failures.clear();
+      this.deferrals.clear();
+    }
   }
 
-  private async around<T>(m: StoreMethod, run: () => Promise<T>): Promise<T> {
+  private async around<T>(m: StoreMethod, args: unknown[], run: () => Promise<T>): Promise<T> {
     this.counts_.set(m, this.count(m) + 1);
     const failure = this.failures.get(m);
+    const failed = failure && (!failure.when || failure.when(...(args as never[])));
+    const deferral = failed ? undefined : this.deferrals.get(m);
+    deferral?.kept.push(run);
     const gate = this.gates.get(m);
-    const result = failure ? Promise.reject(failure) : run();
+    const result = failed ? Promise.reject(failure.err) : deferral ? Promise.reject(deferral.err) : run();
     result.catch(() => undefined); // observed below, after the gate
     if (gate) await gate;
     return result;
   }
 
   findKeyByHash(hash: string): Promise<KeyRecord | null> {
-    return this.around('findKeyByHash', () => this.inner.findKeyByHash(hash));
+    return this.around('findKeyByHash', [hash], () => this.inner.findKeyByHash(hash));
   }
   getKey(id: string): Promise<KeyRecord | null> {
-    return this.around('getKey', () => this.inner.getKey(id));
+    return this.around('getKey', [id], () => this.inner.getKey(id));
   }
   listKeys(companyId: string): Promise<KeyRecord[]> {
-    return this.around('listKeys', () => this.inner.listKeys(companyId));
+    return this.around('listKeys', [companyId], () => this.inner.listKeys(companyId));
   }
   createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult> {
-    return this.around('createKey', () => this.inner.createKey(record, maxActiveKeys, now));
+    return this.around('createKey', [record, maxActiveKeys, now], () =>
+      this.inner.createKey(record, maxActiveKeys, now),
+    );
   }
   updateKey(id: string, patch: Parameters<KeyStore['updateKey']>[1]): Promise<KeyRecord | null> {
-    return this.around('updateKey', () => this.inner.updateKey(id, patch));
+    return this.around('updateKey', [id, patch], () => this.inner.updateKey(id, patch));
   }
   touchKey(key: Pick<KeyRecord, 'id' | 'hash'>, at: string): Promise<void> {
-    return this.around('touchKey', () => this.inner.touchKey(key, at));
+    return this.around('touchKey', [key, at], () => this.inner.touchKey(key, at));
   }
   getCompany(id: string): Promise<Company | null> {
-    return this.around('getCompany', () => this.inner.getCompany(id));
+    return this.around('getCompany', [id], () => this.inner.getCompany(id));
   }
   listCompanies(): Promise<Company[]> {
-    return this.around('listCompanies', () => this.inner.listCompanies());
+    return this.around('listCompanies', [], () => this.inner.listCompanies());
   }
   createCompany(company: Company): Promise<boolean> {
-    return this.around('createCompany', () => this.inner.createCompany(company));
+    return this.around('createCompany', [company], () => this.inner.createCompany(company));
   }
   updateCompany(id: string, patch: CompanyPatch, now: string): Promise<CompanyUpdate | null> {
-    return this.around('updateCompany', () => this.inner.updateCompany(id, patch, now));
+    return this.around('updateCompany', [id, patch, now], () => this.inner.updateCompany(id, patch, now));
   }
   appendAudit(entry: AuditEntry): Promise<void> {
-    return this.around('appendAudit', () => this.inner.appendAudit(entry));
+    return this.around('appendAudit', [entry], () => this.inner.appendAudit(entry));
   }
   readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
-    return this.around('readAudit', () => this.inner.readAudit(opts));
+    return this.around('readAudit', [opts], () => this.inner.readAudit(opts));
   }
   publish(msg: Invalidation): Promise<void> {
-    return this.around('publish', () => this.inner.publish(msg));
+    return this.around('publish', [msg], () => this.inner.publish(msg));
   }
   subscribe(listener: (msg: Invalidation) => void): void {
     this.counts_.set('subscribe', this.count('subscribe') + 1);
     this.inner.subscribe(listener);
   }
   ping(): Promise<void> {
-    return this.around('ping', () => this.inner.ping());
+    return this.around('ping', [], () => this.inner.ping());
   }
   close(): Promise<void> {
-    return this.around('close', () => this.inner.close());
+    return this.around('close', [], () => this.inner.close());
   }
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { AdminService, type AdminFailure, type AdminResult } from '../../../src/admin/service.js';
 import { generateApiKey, hashApiKey } from '../../../src/auth/api-key.js';
 import { MemoryKeyStore } from '../../../src/store/memory-store.js';
@@ -600,6 +600,10 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
       assert.equal(failure(await svc.createCompany({ id: 'd' })).code, 'ADMIN_READ_ONLY_STORE');
       assert.equal(failure(await svc.revokeKey('key_1')).code, 'ADMIN_READ_ONLY_STORE');
       assert.equal(failure(await svc.revokeKey('key_2')).code, 'ADMIN_UNKNOWN_ID');
+      assert.equal(
+        failure(await svc.updateKey('key_1', { limits: [{ points: 1, duration: 1 }] })).code,
+        'ADMIN_READ_ONLY_STORE',
+      );
     } finally {
       await store.close();
     }
@@ -680,5 +684,685 @@ describe('AdminService: a write that fails with a store outage may land later', 
       audit.filter((e) => e.keyId === fresh.id).map((e) => [e.event, e.details?.late]),
       [['key.revoked', true]],
     );
+  });
+});
+
+describe('AdminService: input rules seen in the answers', () => {
+  const ROUTES = [{ prefix: '/notify', methods: ['POST'] }, { prefix: '/status' }];
+  function routed() {
+    const audit: AuditEntry[] = [];
+    const store = new ProbeKeyStore(new MemoryKeyStore());
+    const svc = new AdminService({
+      store,
+      tiers: new Set(['free', 'standard']),
+      routes: ROUTES,
+      maxActiveKeys: 2,
+      rotationAgeDays: 90,
+      onAudit: (e) => audit.push(e),
+      now: () => Date.parse('2026-01-01T00:00:00Z'),
+    });
+    return { svc, store, audit };
+  }
+  const BAD_SCOPES = [{ route: '/nope' }, { route: '/notify', methods: ['GET'] }];
+  const BAD_SCOPES_DETAILS =
+    'scopes.0.route: not a configured route prefix (/notify, /status); scopes.1.methods.0: the route does not forward GET';
+
+  test('scopes must name configured routes and methods they forward, on companies and keys', async () => {
+    const { svc, store } = routed();
+    assert.deepEqual(failure(await svc.createCompany({ id: 'c', scopes: BAD_SCOPES })), {
+      code: 'ADMIN_INVALID_REQUEST',
+      status: 400,
+      error: 'Bad Request',
+      details: BAD_SCOPES_DETAILS,
+    });
+    assert.equal(await store.inner.getCompany('c'), null, 'a refused create stores nothing');
+    const good = [{ route: '/notify', methods: ['POST'] }, { route: '/status' }];
+    const c = await svc.createCompany({ id: 'c', scopes: good });
+    assert.ok(c.ok);
+    assert.deepEqual(c.value.scopes, good);
+    assert.equal(failure(await svc.updateCompany('c', { scopes: BAD_SCOPES })).details, BAD_SCOPES_DETAILS);
+    assert.deepEqual((await store.inner.getCompany('c'))!.scopes, good);
+    // No scopes in the patch: nothing to check against the routes.
+    assert.ok((await svc.updateCompany('c', { status: 'suspended' })).ok);
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    const writes = store.count('updateKey');
+    assert.equal(
+      failure(await svc.updateKey(k.value.id, { scopes: BAD_SCOPES })).details,
+      BAD_SCOPES_DETAILS,
+    );
+    assert.equal(store.count('updateKey'), writes, 'a refused patch writes nothing');
+    assert.ok((await svc.updateKey(k.value.id, { limits: [{ points: 5, duration: 60 }] })).ok);
+  });
+
+  test('without configured routes any scope route is accepted', async () => {
+    const { svc } = probed();
+    const c = await svc.createCompany({ id: 'c', scopes: BAD_SCOPES });
+    assert.ok(c.ok);
+    assert.deepEqual(c.value.scopes, BAD_SCOPES);
+  });
+
+  test('zod messages: enum options listed, nested paths joined with dots, names not shown when odd', async () => {
+    const { svc } = probed();
+    assert.equal(
+      failure(await svc.createCompany({ id: 'c', status: 'gone', limits: [{ points: 0, duration: 60 }] }))
+        .details,
+      'status: must be one of active, pending, suspended; limits.0.points: Number must be greater than or equal to 1',
+    );
+    assert.equal(
+      failure(await svc.createCompany({ id: 'c', tier: 'a b' })).details,
+      'tier: (a name that is not shown) is not a configured tier (free, standard)',
+    );
+    assert.equal(
+      failure(await svc.createCompany({ id: 'c', tier: 'gold', 'a b': 1, 'x;': 2 })).details,
+      'unknown field(s): (a name that is not shown), (a name that is not shown)',
+    );
+  });
+
+  test('the audit limit takes a string of several digits, and refuses a one-element list', async () => {
+    const { svc, store } = probed();
+    const limits: number[] = [];
+    const read = store.inner.readAudit.bind(store.inner);
+    store.inner.readAudit = (o) => {
+      limits.push(o.limit);
+      return read(o);
+    };
+    assert.ok((await svc.readAudit({ limit: '25' })).ok);
+    assert.ok((await svc.readAudit({ limit: '1000000' })).ok);
+    assert.equal(failure(await svc.readAudit({ limit: ['5'] })).status, 400);
+    assert.deepEqual(limits, [25, 1000]);
+  });
+
+  test('without an audit hook, changes are still audited in the store', async () => {
+    const store = new MemoryKeyStore();
+    const svc = new AdminService({ store, tiers: new Set(['free']), maxActiveKeys: 2, rotationAgeDays: 90 });
+    assert.ok((await svc.createCompany({ id: 'c' })).ok);
+    assert.deepEqual(
+      (await store.readAudit({ limit: 10 })).map((e) => [e.event, e.companyId]),
+      [['company.created', 'c']],
+    );
+  });
+});
+
+describe('AdminService: key PATCH and rotation carry the restrictions', () => {
+  const LIMITS = [{ points: 5, duration: 60 }];
+  const SCOPES = [{ route: '/notify', methods: ['POST'] }];
+
+  test('a key PATCH: the view, one audit event with before and after, an invalidation', async () => {
+    const { svc, store, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', { label: 'l' });
+    assert.ok(k.ok);
+    published.length = 0;
+    const r = await svc.updateKey(k.value.id, { scopes: SCOPES, limits: LIMITS });
+    assert.deepEqual(r, {
+      ok: true,
+      value: {
+        id: k.value.id,
+        companyId: 'c',
+        prefix: k.value.prefix,
+        label: 'l',
+        environment: 'live',
+        status: 'active',
+        createdAt: '2026-01-01T00:00:00Z',
+        lastUsedAt: null,
+        expiresAt: null,
+        revokedAt: null,
+        exposedAt: null,
+        rotatedTo: null,
+        scopes: SCOPES,
+        limits: LIMITS,
+        rotationDue: false,
+      },
+    });
+    assert.deepEqual((await store.inner.getKey(k.value.id))!.limits, LIMITS);
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'key.updated',
+      companyId: 'c',
+      keyId: k.value.id,
+      keyPrefix: k.value.prefix,
+      actor: 'admin',
+      details: { scopes: { from: null, to: SCOPES }, limits: { from: null, to: LIMITS } },
+    });
+    assert.deepEqual(published, [{ kind: 'key', hash: hashApiKey(k.value.key) }]);
+  });
+
+  test('a key PATCH: bad input, an unknown key (no write attempted), a rotated key (409)', async () => {
+    const { svc, store, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    assert.equal(
+      failure(await svc.updateKey(k.value.id, {})).details,
+      'at least one of scopes, limits is required',
+    );
+    assert.equal(
+      failure(await svc.updateKey(k.value.id, { label: 'x' })).details,
+      'unknown field(s): label; at least one of scopes, limits is required',
+    );
+    assert.equal(store.count('updateKey'), 0);
+    assert.deepEqual(failure(await svc.updateKey('key_nope', { limits: LIMITS })), {
+      code: 'ADMIN_UNKNOWN_ID',
+      status: 404,
+      error: 'Not Found',
+      details: 'key key_nope not found',
+    });
+    assert.equal(store.count('updateKey'), 0, 'an unknown key is not written to');
+    const r = await svc.rotateKey(k.value.id, {});
+    assert.ok(r.ok);
+    const events = audit.length;
+    published.length = 0;
+    assert.deepEqual(failure(await svc.updateKey(k.value.id, { limits: LIMITS }, 'ops')), {
+      code: 'ADMIN_KEY_INACTIVE',
+      status: 409,
+      error: 'Conflict',
+      details: `key ${k.value.id} was rotated to ${r.value.id}, which took over its scopes and limits; change that key instead, and revoke this one to end its grace period now`,
+    });
+    assert.equal((await store.inner.getKey(k.value.id))!.limits, null, 'nothing written');
+    assert.equal(audit.length, events, 'nothing audited');
+    assert.deepEqual(published, [], 'nothing published');
+  });
+
+  test('a key that vanishes between the read and the write is a 404 for PATCH and DELETE', async () => {
+    for (const op of ['update', 'revoke'] as const) {
+      const { svc, store } = probed();
+      await svc.createCompany({ id: 'c' });
+      const k = await svc.createKey('c', {});
+      assert.ok(k.ok);
+      const release = store.hold('getKey');
+      const answer =
+        op === 'update' ? svc.updateKey(k.value.id, { limits: LIMITS }) : svc.revokeKey(k.value.id);
+      // The file store's reload replaces every record at once: the key is gone.
+      (store.inner as MemoryKeyStore).replaceContents([(await store.inner.getCompany('c'))!], []);
+      release();
+      assert.deepEqual(failure(await answer), {
+        code: 'ADMIN_UNKNOWN_ID',
+        status: 404,
+        error: 'Not Found',
+        details: `key ${k.value.id} not found`,
+      });
+    }
+  });
+
+  test("a rotation gives the new key the old key's scopes, limits and expiry", async () => {
+    const { svc, store } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', { expiresAt: '2026-06-01T00:00:00Z' });
+    assert.ok(k.ok);
+    assert.ok((await svc.updateKey(k.value.id, { scopes: SCOPES, limits: LIMITS })).ok);
+    const r = await svc.rotateKey(k.value.id, {});
+    assert.ok(r.ok);
+    const rec = (await store.inner.getKey(r.value.id))!;
+    assert.deepEqual(
+      [rec.scopes, rec.limits, rec.expiresAt, rec.revokedAt],
+      [SCOPES, LIMITS, '2026-06-01T00:00:00Z', null],
+    );
+  });
+
+  test("a PATCH that lands between the rotation's read and its write is handed over to the new key", async () => {
+    const { svc, store, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    published.length = 0;
+    const release = store.hold('getKey');
+    const rotation = svc.rotateKey(k.value.id, {}, 'ops');
+    // The rotation has read the old key (no restrictions); a PATCH and an earlier expiry land now.
+    await store.inner.updateKey(k.value.id, {
+      scopes: SCOPES,
+      limits: LIMITS,
+      expiresAt: '2026-03-01T00:00:00Z',
+    });
+    release();
+    const r = await rotation;
+    assert.ok(r.ok);
+    const rec = (await store.inner.getKey(r.value.id))!;
+    assert.deepEqual(
+      [rec.scopes, rec.limits, rec.expiresAt, rec.revokedAt],
+      [SCOPES, LIMITS, '2026-03-01T00:00:00Z', null],
+    );
+    assert.deepEqual(published, [
+      { kind: 'key', hash: rec.hash }, // stored with what the first read saw
+      { kind: 'key', hash: rec.hash }, // corrected
+      { kind: 'key', hash: hashApiKey(k.value.key) },
+    ]);
+    assert.deepEqual(
+      audit.slice(-1).map((e) => [e.event, e.actor, e.keyId]),
+      [['key.rotated', 'ops', k.value.id]],
+    );
+  });
+
+  test('when the new key cannot take over the restrictions, it is revoked and never delivered', async () => {
+    const { svc, store, audit, published } = probed();
+    await svc.createCompany({ id: 'c' });
+    const k = await svc.createKey('c', {});
+    assert.ok(k.ok);
+    published.length = 0;
+    const releaseRead = store.hold('getKey');
+    const releaseCreate = store.hold('createKey');
+    const rotation = svc.rotateKey(k.value.id, {}, 'ops');
+    rotation.catch(() => undefined);
+    await store.inner.updateKey(k.value.id, { limits: LIMITS });
+    releaseRead();
+    while (store.count('createKey') < 2) await new Promise((r) => setImmediate(r));
+    // The new key, stored but not yet delivered, is rotated in the meantime: its limits are frozen.
+    const fresh = (await store.inner.listKeys('c')).find((x) => x.id !== k.value.id)!;
+    await store.inner.updateKey(fresh.id, { rotatedTo: 'key_elsewhere' });
+    releaseCreate();
+    await assert.rejects(rotation, {
+      message: `rotation of ${k.value.id}: the new key could not take over its restrictions`,
+    });
+    const rec = (await store.inner.getKey(fresh.id))!;
+    assert.deepEqual([rec.limits, rec.revokedAt], [null, '2026-01-01T00:00:00Z']);
+    assert.deepEqual(published, [
+      { kind: 'key', hash: fresh.hash },
+      { kind: 'key', hash: fresh.hash },
+    ]);
+    assert.deepEqual(audit.at(-1), {
+      at: '2026-01-01T00:00:00Z',
+      event: 'key.revoked',
+      companyId: 'c',
+      keyId: fresh.id,
+      keyPrefix: fresh.prefix,
+      actor: 'ops',
+      details: { reason: "rotation could not hand over the old key's restrictions; never delivered" },
+    });
+  });
+});
+
+describe('AdminService: late landings after an outage, tick by tick (mocked clock and timers)', () => {
+  const T0 = Date.parse('2026-01-01T00:00:00.250Z');
+  const AT = '2026-01-01T00:00:00Z';
+  const LIMITS = [{ points: 5, duration: 60 }];
+  const SCOPES = [{ route: '/notify' }];
+  const timedOut = () => new Error('Command timed out');
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: T0 }));
+  afterEach(() => mock.timers.reset());
+  /** Advances the clock by `ms` and lets the re-read that fired run to its end. */
+  async function tick(ms = 100): Promise<void> {
+    mock.timers.tick(ms);
+    await new Promise((r) => setImmediate(r));
+  }
+  // forMs well past the last tick of a test: a re-read that goes on after settling shows.
+  function late(reconcile: { intervalMs: number; forMs: number } | null = { intervalMs: 100, forMs: 2000 }) {
+    const audit: AuditEntry[] = [];
+    const published: Invalidation[] = [];
+    const store = new ProbeKeyStore(new MemoryKeyStore());
+    store.subscribe((m) => published.push(m));
+    const svc = new AdminService({
+      store,
+      tiers: new Set(['free', 'standard']),
+      maxActiveKeys: 3,
+      rotationAgeDays: 90,
+      onAudit: (e) => audit.push(e),
+      now: () => Date.now(),
+      ...(reconcile ? { reconcile } : {}),
+    });
+    return { svc, store, audit, published };
+  }
+  async function keyOf(svc: AdminService, companyId = 'c') {
+    if (!(await svc.getCompany(companyId)).ok) await svc.createCompany({ id: companyId });
+    const k = await svc.createKey(companyId, {});
+    assert.ok(k.ok);
+    return { ...k.value, hash: hashApiKey(k.value.key) };
+  }
+
+  test('a company create that lands after a first empty re-read is audited once, late, with its settings', async () => {
+    const { svc, store, audit, published } = late();
+    const land = store.defer('createCompany', timedOut());
+    await assert.rejects(
+      svc.createCompany({ id: 'acme', tier: 'standard', scopes: SCOPES, limits: LIMITS }, 'ops'),
+      /timed out/,
+    );
+    assert.deepEqual(published, [{ kind: 'company', id: 'acme' }], 'published at once');
+    await tick();
+    assert.deepEqual([store.count('getCompany'), audit.length], [1, 0], 'not there yet: wait');
+    store.heal();
+    assert.deepEqual(await land(), [true]);
+    await tick();
+    assert.deepEqual(audit, [
+      {
+        at: AT,
+        event: 'company.created',
+        companyId: 'acme',
+        actor: 'ops',
+        details: {
+          tier: 'standard',
+          status: 'active',
+          apiAccess: true,
+          scopes: SCOPES,
+          limits: LIMITS,
+          late: true,
+        },
+      },
+    ]);
+    await tick();
+    await tick();
+    assert.deepEqual([store.count('getCompany'), audit.length], [2, 1], 'settled: no more re-reads');
+  });
+
+  test("a company create that finds someone else's company (another time or another tier) audits nothing", async () => {
+    const { svc, store, audit } = late();
+    const land = store.defer('createCompany', timedOut());
+    await assert.rejects(svc.createCompany({ id: 'a' }), /timed out/);
+    await assert.rejects(svc.createCompany({ id: 'b' }), /timed out/);
+    store.heal();
+    const theirs = (id: string, tier: string, createdAt: string) => ({
+      id,
+      name: id,
+      tier,
+      status: 'active' as const,
+      apiAccess: true,
+      createdAt,
+      updatedAt: createdAt,
+      scopes: null,
+      limits: null,
+    });
+    await store.inner.createCompany(theirs('a', 'free', '2025-12-31T23:59:59Z'));
+    await store.inner.createCompany(theirs('b', 'standard', AT));
+    assert.deepEqual(await land(), [false, false], 'ours found them taken');
+    await tick();
+    await tick();
+    assert.deepEqual(audit, []);
+    assert.equal(store.count('getCompany'), 2, 'each settled at its first look');
+  });
+
+  test('a company update lands late: audited once with what landed, published again; none before it lands', async () => {
+    const { svc, store, audit, published } = late();
+    await svc.createCompany({ id: 'acme', name: 'Acme' });
+    published.length = 0;
+    const land = store.defer('updateCompany', timedOut());
+    // name already holds its patched value: only the whole patch shows that the write landed.
+    await assert.rejects(
+      svc.updateCompany('acme', { name: 'Acme', status: 'suspended' }, 'ops'),
+      /timed out/,
+    );
+    assert.deepEqual(published, [{ kind: 'company', id: 'acme' }]);
+    await tick();
+    await tick();
+    assert.deepEqual(
+      audit.map((e) => e.event),
+      ['company.created'],
+    );
+    store.heal();
+    await land();
+    await tick();
+    assert.deepEqual(audit.at(-1), {
+      at: AT,
+      event: 'company.updated',
+      companyId: 'acme',
+      actor: 'ops',
+      details: { name: { to: 'Acme' }, status: { to: 'suspended' }, late: true },
+    });
+    assert.deepEqual(published, [
+      { kind: 'company', id: 'acme' },
+      { kind: 'company', id: 'acme' },
+    ]);
+    const reads = store.count('getCompany');
+    await tick();
+    assert.deepEqual([store.count('getCompany'), audit.length], [reads, 2]);
+  });
+
+  test('a company update of an unknown company settles at its first re-read', async () => {
+    const { svc, store, audit } = late();
+    store.fail('updateCompany', timedOut());
+    await assert.rejects(svc.updateCompany('ghost', { status: 'suspended' }), /timed out/);
+    await tick();
+    await tick();
+    assert.deepEqual([store.count('getCompany'), audit], [1, []]);
+  });
+
+  test('re-reads that fail (the store still down) are retried at the next tick', async () => {
+    const { svc, store, audit } = late();
+    await svc.createCompany({ id: 'acme' });
+    const land = store.defer('updateCompany', timedOut());
+    store.fail('getCompany', timedOut());
+    await assert.rejects(svc.updateCompany('acme', { status: 'suspended' }), /timed out/);
+    await tick();
+    store.heal();
+    await land();
+    await tick();
+    assert.deepEqual(
+      audit.map((e) => [e.event, e.details]),
+      [
+        ['company.created', { tier: 'free', status: 'active', apiAccess: true }],
+        ['company.updated', { status: { to: 'suspended' }, late: true }],
+      ],
+    );
+  });
+
+  test('re-reads: every intervalMs until forMs have passed, exactly', async () => {
+    const { svc, store } = late({ intervalMs: 100, forMs: 300 });
+    await svc.createCompany({ id: 'acme' });
+    store.fail('updateCompany', timedOut());
+    await assert.rejects(svc.updateCompany('acme', { status: 'suspended' }), /timed out/);
+    for (let i = 0; i < 8; i++) await tick();
+    assert.equal(store.count('getCompany'), 3, 'at 100, 200 and 300 ms');
+  });
+
+  test('re-reads by default: every second for 30 s', async () => {
+    const { svc, store } = late(null);
+    await svc.createCompany({ id: 'acme' });
+    store.fail('updateCompany', timedOut());
+    await assert.rejects(svc.updateCompany('acme', { status: 'suspended' }), /timed out/);
+    await tick(999);
+    assert.equal(store.count('getCompany'), 0);
+    await tick(1);
+    assert.equal(store.count('getCompany'), 1);
+    for (let i = 0; i < 40; i++) await tick(1000);
+    assert.equal(store.count('getCompany'), 30);
+  });
+
+  test('a revocation that lands late is audited once and published; none before it lands', async () => {
+    const { svc, store, audit, published } = late();
+    const k = await keyOf(svc);
+    published.length = 0;
+    const land = store.defer('updateKey', timedOut());
+    await assert.rejects(svc.revokeKey(k.id, 'ops', 'leaked'), /timed out/);
+    assert.deepEqual(published, [{ kind: 'key', hash: k.hash }], 'published at once');
+    const reads = store.count('getKey');
+    await tick();
+    await tick();
+    assert.equal(store.count('getKey'), reads + 2);
+    assert.deepEqual(published.length, 1, 'not landed: nothing more');
+    assert.equal(audit.at(-1)!.event, 'key.created');
+    store.heal();
+    await land();
+    await tick();
+    assert.deepEqual(audit.at(-1), {
+      at: AT,
+      event: 'key.revoked',
+      companyId: 'c',
+      keyId: k.id,
+      keyPrefix: k.prefix,
+      actor: 'ops',
+      details: { reason: 'leaked', late: true },
+    });
+    assert.deepEqual(published, [
+      { kind: 'key', hash: k.hash },
+      { kind: 'key', hash: k.hash },
+    ]);
+    await tick();
+    assert.deepEqual([store.count('getKey'), audit.length], [reads + 3, 3]);
+  });
+
+  test('a revocation of a key in its grace period lands late: audited only once it has landed', async () => {
+    const { svc, store, audit } = late();
+    const k = await keyOf(svc);
+    assert.ok((await svc.rotateKey(k.id, { gracePeriodSeconds: 60 })).ok);
+    const land = store.defer('updateKey', timedOut());
+    await assert.rejects(svc.revokeKey(k.id), /timed out/);
+    await tick();
+    assert.equal(audit.at(-1)!.event, 'key.rotated', 'still revoking at a later time: not ours');
+    store.heal();
+    await land();
+    await tick();
+    assert.deepEqual(
+      [audit.at(-1)!.event, audit.at(-1)!.details],
+      ['key.revoked', { reason: 'revoked', late: true }],
+    );
+    assert.equal((await store.inner.getKey(k.id))!.revokedAt, AT);
+  });
+
+  test('a repeated revocation that times out is published again once the key reads revoked, not audited', async () => {
+    const { svc, store, audit, published } = late();
+    const k = await keyOf(svc);
+    assert.ok((await svc.revokeKey(k.id)).ok);
+    mock.timers.tick(1000); // a second later: a landing would keep the earlier time
+    const events = audit.length;
+    published.length = 0;
+    store.fail('updateKey', timedOut());
+    await assert.rejects(svc.revokeKey(k.id), /timed out/);
+    const reads = store.count('getKey');
+    await tick();
+    await tick();
+    assert.equal(audit.length, events);
+    assert.deepEqual(published, [
+      { kind: 'key', hash: k.hash },
+      { kind: 'key', hash: k.hash },
+    ]);
+    assert.equal(store.count('getKey'), reads + 1, 'settled at the first look');
+  });
+
+  test('a key that vanishes while a late write is awaited settles at the next re-read', async () => {
+    for (const op of ['update', 'revoke'] as const) {
+      const { svc, store, audit } = late();
+      const k = await keyOf(svc);
+      store.fail('updateKey', timedOut());
+      await assert.rejects(
+        op === 'update' ? svc.updateKey(k.id, { limits: LIMITS }) : svc.revokeKey(k.id),
+        /timed out/,
+      );
+      (store.inner as MemoryKeyStore).replaceContents([(await store.inner.getCompany('c'))!], []);
+      const reads = store.count('getKey');
+      await tick();
+      await tick();
+      assert.equal(store.count('getKey'), reads + 1, op);
+      assert.equal(audit.at(-1)!.event, 'key.created', op);
+    }
+  });
+
+  test('a key PATCH lands late: audited once with what landed, published; none before it lands', async () => {
+    const { svc, store, audit, published } = late();
+    const k = await keyOf(svc);
+    published.length = 0;
+    const land = store.defer('updateKey', timedOut());
+    // limits is already null: only the whole patch shows that the write landed.
+    await assert.rejects(svc.updateKey(k.id, { limits: null, scopes: SCOPES }), /timed out/);
+    await tick();
+    await tick();
+    assert.equal(audit.at(-1)!.event, 'key.created');
+    store.heal();
+    await land();
+    await tick();
+    assert.deepEqual(audit.at(-1), {
+      at: AT,
+      event: 'key.updated',
+      companyId: 'c',
+      keyId: k.id,
+      keyPrefix: k.prefix,
+      actor: 'admin',
+      details: { limits: { to: null }, scopes: { to: SCOPES }, late: true },
+    });
+    assert.deepEqual(published, [
+      { kind: 'key', hash: k.hash },
+      { kind: 'key', hash: k.hash },
+    ]);
+    const reads = store.count('getKey');
+    await tick();
+    assert.deepEqual([store.count('getKey'), audit.length], [reads, 3]);
+  });
+
+  test('a key create that lands late: the key, never delivered, is revoked; both events audited', async () => {
+    const { svc, store, audit, published } = late();
+    await svc.createCompany({ id: 'c' });
+    published.length = 0;
+    const land = store.defer('createKey', timedOut());
+    await assert.rejects(svc.createKey('c', {}), /timed out/);
+    await tick();
+    assert.equal(store.count('updateKey'), 0, 'nothing to revoke yet');
+    store.heal();
+    await land();
+    const [stored] = await store.inner.listKeys('c');
+    assert.ok(stored && stored.revokedAt === null);
+    assert.deepEqual(published, [{ kind: 'key', hash: stored.hash }], 'published at once');
+    await tick();
+    const late_ = { companyId: 'c', keyId: stored.id, keyPrefix: stored.prefix, actor: 'admin' };
+    assert.deepEqual(audit.slice(1), [
+      { at: AT, event: 'key.created', ...late_, details: { late: true } },
+      {
+        at: AT,
+        event: 'key.revoked',
+        ...late_,
+        details: { reason: 'stored after a store outage; the key was never delivered', late: true },
+      },
+    ]);
+    assert.equal((await store.inner.getKey(stored.id))!.revokedAt, AT);
+    assert.deepEqual(published, [
+      { kind: 'key', hash: stored.hash },
+      { kind: 'key', hash: stored.hash },
+    ]);
+    await tick();
+    assert.equal(audit.length, 3);
+  });
+
+  test('a rotation whose hand-over write times out: the new key is revoked once the store is back', async () => {
+    const { svc, store, audit } = late();
+    const k = await keyOf(svc);
+    const releaseRead = store.hold('getKey');
+    const rotation = svc.rotateKey(k.id, {}, 'ops');
+    rotation.catch(() => undefined);
+    await store.inner.updateKey(k.id, { limits: LIMITS });
+    store.fail('updateKey', timedOut(), (id) => id !== k.id); // only the new key's writes
+    releaseRead();
+    await assert.rejects(rotation, /timed out/);
+    const fresh = (await store.inner.listKeys('c')).find((x) => x.id !== k.id)!;
+    await tick();
+    assert.equal(fresh.revokedAt, null);
+    store.heal();
+    await tick();
+    assert.equal((await store.inner.getKey(fresh.id))!.revokedAt, AT);
+    assert.deepEqual(
+      audit.filter((e) => e.keyId === fresh.id).map((e) => [e.event, e.actor, e.details]),
+      [
+        [
+          'key.revoked',
+          'ops',
+          { reason: 'stored after a store outage; the key was never delivered', late: true },
+        ],
+      ],
+    );
+  });
+
+  test('a write that fails with an error that is no outage is not re-read or published', async () => {
+    const { svc, store, published } = late();
+    await svc.createCompany({ id: 'acme' });
+    published.length = 0;
+    const boom = new Error('ERR script bug');
+    store.fail('updateCompany', boom);
+    await assert.rejects(svc.updateCompany('acme', { status: 'suspended' }), (err) => err === boom);
+    await tick();
+    await tick();
+    assert.deepEqual([store.count('getCompany'), published], [0, []]);
+  });
+
+  test('a rotation write that fails with an error that is no outage leaves nothing in the background', async () => {
+    for (const step of ['old key', 'hand-over'] as const) {
+      const { svc, store, published } = late();
+      const k = await keyOf(svc);
+      const releaseRead = store.hold('getKey');
+      const rotation = svc.rotateKey(k.id, {});
+      rotation.catch(() => undefined);
+      if (step === 'hand-over') await store.inner.updateKey(k.id, { limits: LIMITS });
+      const boom = new Error('ERR script bug');
+      store.fail('updateKey', boom, (id) => (step === 'old key' ? id === k.id : id !== k.id));
+      releaseRead();
+      await assert.rejects(rotation, (err) => err === boom);
+      const [reads, sent] = [store.count('getKey'), published.length];
+      await tick();
+      await tick();
+      assert.deepEqual([store.count('getKey'), published.length], [reads, sent], step);
+    }
   });
 });
