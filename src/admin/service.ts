@@ -198,6 +198,7 @@ export class AdminService {
       parsed.value.environment,
       parsed.value.label ?? null,
       parsed.value.expiresAt ?? null,
+      actor,
     );
     if (!created.ok) return created;
     await this.audit({
@@ -306,6 +307,7 @@ export class AdminService {
       old.environment ?? 'live',
       parsed.value.label ?? old.label,
       old.expiresAt,
+      actor,
       { scopes: old.scopes, limits: old.limits },
     );
     if (!created.ok) return created;
@@ -480,6 +482,7 @@ export class AdminService {
     environment: string,
     label: string | null,
     expiresAt: string | null,
+    actor: string,
     restrictions: Pick<KeyRecord, 'scopes' | 'limits'> = { scopes: null, limits: null },
   ): Promise<AdminResult<CreatedKey>> {
     const at = isoSeconds(this.now());
@@ -488,7 +491,7 @@ export class AdminService {
     record.limits = restrictions.limits;
     const result = await this.write(
       () => this.opts.store.createKey(record, this.opts.maxActiveKeys, at),
-      () => this.undelivered(record.id, record.hash, 'admin', true),
+      () => this.undelivered(record.id, record.hash, actor, true),
     );
     if (!result.ok) return result;
     if (!result.value.ok) {

@@ -1274,12 +1274,12 @@ describe('AdminService: late landings after an outage, tick by tick (mocked cloc
     assert.deepEqual([store.count('getKey'), audit.length], [reads, 3]);
   });
 
-  test('a key create that lands late: the key, never delivered, is revoked; both events audited', async () => {
+  test('a key create that lands late: the key, never delivered, is revoked; both events audited, by the caller', async () => {
     const { svc, store, audit, published } = late();
     await svc.createCompany({ id: 'c' });
     published.length = 0;
     const land = store.defer('createKey', timedOut());
-    await assert.rejects(svc.createKey('c', {}), /timed out/);
+    await assert.rejects(svc.createKey('c', {}, 'ops'), /timed out/);
     await tick();
     assert.equal(store.count('updateKey'), 0, 'nothing to revoke yet');
     store.heal();
@@ -1288,7 +1288,7 @@ describe('AdminService: late landings after an outage, tick by tick (mocked cloc
     assert.ok(stored && stored.revokedAt === null);
     assert.deepEqual(published, [{ kind: 'key', hash: stored.hash }], 'published at once');
     await tick();
-    const late_ = { companyId: 'c', keyId: stored.id, keyPrefix: stored.prefix, actor: 'admin' };
+    const late_ = { companyId: 'c', keyId: stored.id, keyPrefix: stored.prefix, actor: 'ops' };
     assert.deepEqual(audit.slice(1), [
       { at: AT, event: 'key.created', ...late_, details: { late: true } },
       {
