@@ -575,6 +575,9 @@ export function matcherFor(headers: IncomingHttpHeaders): KeyMaterialMatcher {
   return createKeyMaterialMatcher(typeof key === 'string' ? key : '');
 }
 
+/** Characters of a stretch a piece must hold to be dropped with it (unless it lies wholly inside). */
+const GRAZE_LIMIT = 4;
+
 /**
  * A key split over several headers, header names or cookie pairs (`X-A: nk_live_AbC…`, `X-B: …xYz`;
  * `X-<first half>: <second half>`; `a=<first half>; b=<second half>`): the names and values kept so
@@ -582,8 +585,9 @@ export function matcherFor(headers: IncomingHttpHeaders): KeyMaterialMatcher {
  * digits only) and joined in order. When stretches of 8 or more characters of the secret in the
  * join, in any order and with anything between them, together cover 24 of its characters
  * (`piecesIn`), every header taking part is dropped (from `Cookie`, the pairs), until none is left.
- * Each round drops at least one piece, so this ends. Base64 or hex split over headers is not put
- * back together.
+ * A piece that holds fewer than 4 characters of a stretch, at its edge, is kept. Each round drops
+ * at least one piece, so this ends. Base64 or hex split
+ * over headers is not put back together.
  */
 function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void {
   for (;;) {
@@ -614,6 +618,10 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
     const spans = m.piecesIn(joined);
     if (spans === null) return;
     const droppedPairs = new Set<number>();
+    // A stretch is extended as far as the join goes on matching the secret, so the next header's
+    // name or value can continue it by a character or two by chance (`…Kx` + `x-innocent`): such a
+    // grazed piece is kept, and the next round checks what is left. A stretch holds 8 or more
+    // characters, so a piece inside it or holding 4 of them is always there: each round drops one.
     for (const [from, to] of spans) {
       // The first piece ending after `from`, then every piece starting before `to`.
       let lo = 0;
@@ -624,6 +632,9 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
         else lo = mid + 1;
       }
       for (let i = lo; i < ends.length && (i === 0 ? 0 : ends[i - 1]!) < to; i++) {
+        const start = i === 0 ? 0 : ends[i - 1]!;
+        const inside = Math.min(ends[i]!, to) - Math.max(start, from);
+        if (inside < GRAZE_LIMIT && inside < ends[i]! - start) continue;
         if (pairIndex[i]! >= 0) droppedPairs.add(pairIndex[i]!);
         else delete out[owners[i]!];
       }
