@@ -1297,3 +1297,33 @@ describe('createHeaderScrubber: values and cookies (mutation testing)', () => {
     );
   });
 });
+
+describe('createHeaderScrubber: survivors of the mutation run at 3f232ac', () => {
+  test('separators fold as a run: a doubled or mixed separator does not get a listed prefix past', () => {
+    const scrub = createHeaderScrubber(NAMES);
+    for (const n of ['x--hasura--role', 'x-.sendfile_type', 'x-hasura.-role'])
+      assert.deepEqual(scrub({ [n]: 'v', accept: 'a' }), { accept: 'a' }, n);
+  });
+
+  test('only a leading X- comes off a trusted name before its look-alikes are made', () => {
+    const scrub = createHeaderScrubber({
+      companyId: 'x-c',
+      keyId: 'x-k',
+      companyTier: 'tax-level',
+      requestId: 'x-r',
+    });
+    assert.deepEqual(scrub({ 'x-taxlevel-2': 'v', accept: 'a' }), { accept: 'a' });
+  });
+
+  test('a key split over headers next to a repeated Cookie (an array): the parts go, the cookies stay', () => {
+    const scrub = createHeaderScrubber(NAMES);
+    const key = generateApiKey('live');
+    const h = {
+      'x-api-key': key,
+      cookie: ['a=1', 'b=2'],
+      'x-part-1': key.slice(0, 24),
+      'x-part-2': key.slice(24),
+    } as unknown as IncomingHttpHeaders;
+    assert.deepEqual(scrub(h), { cookie: ['a=1', 'b=2'] });
+  });
+});
