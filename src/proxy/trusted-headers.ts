@@ -441,8 +441,13 @@ type HeaderValue = string | string[] | undefined;
  *   prefix: `X-Debug-*`);
  * - hop-by-hop headers and every header named in `Connection` (an attacker could otherwise make a
  *   next hop drop the gateway's own headers);
- * - client-asserted identity, forwarding, scheme, URL- and method-override headers
- *   (`CLIENT_ASSERTED`, `CLIENT_ASSERTED_PREFIXES`), trusted proxies included;
+ * - client-asserted identity, tenant, forwarding, scheme, URL- and method-override headers, trusted
+ *   proxies included: the lists (`CLIENT_ASSERTED`, `CLIENT_ASSERTED_PREFIXES`, compared with
+ *   separator runs folded to `-`), the word rules (`assertedByWords`) and look-alikes of the
+ *   trusted names (`lookAlikeTest`), both on the squashed name;
+ * - with `allowOnly` (`headers.allowFromClients`), every client header it does not list (names, or
+ *   prefixes ending in `*`), except framing (`ALWAYS_ALLOWED`) and a trusted proxy's
+ *   `X-Forwarded-For/-Proto/-Host`;
  * - from a peer that is not a trusted proxy, every `X-Forwarded-*`. From a trusted proxy,
  *   `X-Forwarded-For/-Proto/-Host` are kept for the caller to read (it replaces them) and the rest
  *   of the family passes.
