@@ -313,6 +313,20 @@ export const configSchema = z
               .transform((v) => v.toLowerCase()),
           )
           .default([]),
+        /**
+         * Allow-list mode: when set, only these client headers are forwarded (same syntax as
+         * stripFromClients), besides Host, Content-Length, Transfer-Encoding and Content-Type, and
+         * a trusted proxy's X-Forwarded-For/-Proto/-Host. Every drop rule still applies on top.
+         * Unset (the default): every header passes that no drop rule names.
+         */
+        allowFromClients: z
+          .array(
+            z
+              .string()
+              .regex(/^[A-Za-z0-9_-]{1,64}\*?$/, 'must be a header name, or a name prefix ending in *')
+              .transform((v) => v.toLowerCase()),
+          )
+          .optional(),
       })
       .strict()
       .default({}),

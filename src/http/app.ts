@@ -130,6 +130,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       headers: config.headers,
       // A client-sent signature header is as untrusted as a client-sent company id.
       untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
+      ...(config.headers.allowFromClients && { allowedHeaders: config.headers.allowFromClients }),
       proxies,
       ...tracing,
     }),

@@ -374,3 +374,144 @@ describe('attack report 2, findings 3 and 8: padded dot segments and more client
     assert.ok(got.headers.traceparent !== undefined);
   });
 });
+
+describe('attack report 3, F3: identity, client-address and URL-override families never reach the upstream', () => {
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
+  before(async () => {
+    ({ t, upstream, key, close } = await gatewayWithUpstream({}));
+  });
+  after(() => close?.());
+  beforeEach(() => {
+    upstream.received.length = 0;
+  });
+
+  const REPORTED = [
+    'Company',
+    'Company-Name',
+    'Company-Slug',
+    'Company-Uuid',
+    'X-Company-Slug',
+    'X-Company-Uuid',
+    'X-Company-Domain',
+    'X-CompanyName',
+    'X-Company-Key',
+    'X-Company-Code',
+    'X-Company-Ref',
+    'X-Companies',
+    'X-Company-Ids',
+    'X-Company--Id',
+    'X-Company.Id',
+    'X-Company-Id-Override',
+    'X-Gateway-Company',
+    'X-Gw-Company-Id',
+    'X-Gateway-Key-Id',
+    'X-Api-Key-Id2',
+    'Cluster-Client-IP',
+    'Real-Ip',
+    'X-Forwarder-For',
+    'X-HTTP-DestinationURL',
+    'Proxy-Url',
+    'Proxy-Host',
+    'Base-Url',
+    'Http-Url',
+    'Request-Uri',
+    'Uri',
+    'Url',
+    'X-Proxy-Url',
+    'X-Proxy-Host',
+    'X-Host-Override',
+    'X-Backend-Host',
+    'X-Real-Host',
+    'X-Server-Name',
+    'X-Owner',
+    'X-Owner-Id',
+    'X-Caller',
+    'X-Caller-Id',
+    'X-Actor',
+    'X-Actor-Id',
+    'X-Requester',
+    'X-Requester-Id',
+    'X-Business-Id',
+    'X-Vendor-Id',
+    'X-Seller-Id',
+    'X-Brand-Id',
+    'X-Tier',
+    'X-Plan',
+    'X-Company-Plan',
+    'X-Subscription-Tier',
+    'X-Internal',
+    'X-Trusted',
+    'X-Bypass',
+  ];
+  const ORDINARY: [string, string][] = [
+    ['Accept', 'application/json'],
+    ['Accept-Language', 'en'],
+    ['Content-Type', 'application/json'],
+    ['User-Agent', 'sdk/1.0'],
+    ['Origin', 'https://app.example'],
+    ['Referer', 'https://app.example/a'],
+    ['If-None-Match', '"e"'],
+    ['Cache-Control', 'no-cache'],
+    ['Traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'],
+    ['Tracestate', 'a=b'],
+    ['Baggage', 'k=v'],
+    ['Idempotency-Key', 'i-1'],
+    ['Sec-Fetch-Mode', 'cors'],
+    ['Cookie', 'theme=dark'],
+    ['X-Client-Version', '1'],
+    ['X-Callback-Url', 'https://cb.example'],
+  ];
+
+  test('every reported name, with a valid key, from an untrusted peer: none arrives; ordinary headers arrive as sent', async () => {
+    const r = await send(t.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ...REPORTED.map((n): [string, string] => [n, `asserted-${n}`]),
+        ...ORDINARY,
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    const leaked: string[] = [];
+    for (let i = 0; i < got.rawHeaders.length; i += 2)
+      if (got.rawHeaders[i + 1]!.startsWith('asserted-')) leaked.push(got.rawHeaders[i]!);
+    assert.deepEqual(leaked, []);
+    for (const [name, value] of ORDINARY) assert.equal(got.headers[name.toLowerCase()], value, name);
+    assert.equal(got.headers['x-company-id'], 'acme');
+  });
+});
+
+describe('headers.allowFromClients: only the listed client headers reach the upstream', () => {
+  let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
+  before(async () => {
+    ({ t, upstream, key, close } = await gatewayWithUpstream({
+      headers: { allowFromClients: ['Accept', 'X-Sdk-*', 'X-Company-Id'] },
+    }));
+  });
+  after(() => close?.());
+
+  test('listed names and prefixes pass with the trusted headers; the rest, and forged trusted headers, do not', async () => {
+    const r = await send(t.port, '/notify/v1/x', {
+      method: 'POST',
+      body: '{}',
+      headers: [
+        ['X-API-Key', key],
+        ['Content-Type', 'application/json'],
+        ['Accept', 'application/json'],
+        ['X-Sdk-Version', '1'],
+        ['X-Company-Id', 'forged'],
+        ['User-Agent', 'not-listed'],
+        ['X-Tenant', 'not-listed'],
+      ],
+    });
+    assert.equal(r.status, 200);
+    const got = upstream.received[0]!;
+    assert.equal(got.headers.accept, 'application/json');
+    assert.equal(got.headers['x-sdk-version'], '1');
+    assert.equal(got.headers['content-type'], 'application/json');
+    assert.equal(got.headers['x-company-id'], 'acme');
+    assert.equal(got.headers['user-agent'], undefined);
+    assert.equal(got.headers['x-tenant'], undefined);
+    assert.ok(got.headers['x-request-id'] !== undefined && got.headers['x-forwarded-for'] !== undefined);
+  });
+});

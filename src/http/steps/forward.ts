@@ -18,6 +18,8 @@ export interface ForwardOptions {
   headers: TrustedHeaderNames;
   /** More client headers to drop as untrusted (e.g. the signature header). */
   untrustedHeaders: readonly string[];
+  /** Allow-list mode (`headers.allowFromClients`): only these client headers may pass; unset, all may. */
+  allowedHeaders?: readonly string[];
   /** Each route's proxy by route prefix (the prefix routeMatch stored in `req.gw.route`). */
   proxies: ReadonlyMap<string, RouteProxyHandler>;
   /** The upstream call's span and its `traceparent` (OpenTelemetry); off by default. */
@@ -41,7 +43,7 @@ export function createForward(opts: ForwardOptions): RequestHandler {
     assertHeaderName(h?.[name], `headers.${name}`);
   if (!(opts.proxies instanceof Map)) throw new TypeError('proxies must be a Map');
   const proxies = opts.proxies;
-  const scrubHeaders = createHeaderScrubber(h, opts.untrustedHeaders);
+  const scrubHeaders = createHeaderScrubber(h, opts.untrustedHeaders, opts.allowedHeaders);
   const tracing = opts.tracing ?? TRACING_OFF;
   return function forward(req, res, next) {
     const st = req.gw;
