@@ -444,6 +444,8 @@ describe('createRouteProxy: form and JSON bodies with formOverride (methodOverri
     assert.deepEqual(s.scanned, []);
     assert.equal(u.received.length, 0);
     assert.deepEqual(f.passed, []);
+    // The response was gone with the socket: no answer was attempted, none is logged.
+    assert.equal(f.states[0]!.error, undefined);
   });
 
   test('a broken chunked body: nothing forwarded, nothing scanned', async () => {
