@@ -1,9 +1,9 @@
 import { DEFAULT_METHOD_OVERRIDE_PARAMS } from '../src/config/schema.js';
-import { createFormOverrideScanner } from '../src/proxy/method-override.js';
+import { createFormOverrideScanner, type FormKind } from '../src/proxy/method-override.js';
 const scan = createFormOverrideScanner(DEFAULT_METHOD_OVERRIDE_PARAMS);
 const fill = (u: string, n: number) => Buffer.from(u.repeat(Math.ceil(n / u.length)).slice(0, n), 'latin1');
 const M = 1 << 20;
-const shapes: [string, Buffer, 'urlencoded' | 'multipart'][] = [
+const shapes: [string, Buffer, FormKind][] = [
   ['benign urlencoded field=value&', fill('field=value&', 8 * M), 'urlencoded'],
   [
     'benign multipart (64 KiB parts)',
@@ -31,6 +31,14 @@ const shapes: [string, Buffer, 'urlencoded' | 'multipart'][] = [
     fill('name="=?' + 'a'.repeat(64) + '?Q?=5F=6D=65=74=68=6F ', 8 * M),
     'multipart',
   ],
+  ['content-id: repeated', fill('content-id:', 8 * M), 'multipart'],
+  ['Content-ID: _metho lines', fill('Content-ID: _metho\r\n', 8 * M), 'multipart'],
+  ['benign JSON, no needle', fill('{"id":12345,"text":"hello world"},', 8 * M), 'json'],
+  ['benign JSON with \\u escapes', fill('{"id":12345,"text":"h\\u00e9llo"},', 8 * M), 'json'],
+  ['JSON quotes', fill('"', 8 * M), 'json'],
+  ['JSON "_metho": keys', fill('"_metho":1,', 8 * M), 'json'],
+  ['JSON "_method" values', fill('"_method",', 8 * M), 'json'],
+  ['JSON \\u-escaped "_metho":', fill('"\\u005f\\u006d\\u0065\\u0074\\u0068\\u006f":', 8 * M), 'json'],
 ];
 for (const [name, body, kind] of shapes) {
   let best = Infinity;

@@ -21,12 +21,12 @@ export const ERRORS = {
   METHOD_OVERRIDE_IN_BODY: {
     status: 400,
     error: 'Bad Request',
-    details: 'Method overrides in a form body are not accepted',
+    details: 'Method overrides in a request body are not accepted',
   },
   UNSUPPORTED_FORM_ENCODING: {
     status: 415,
     error: 'Unsupported Media Type',
-    details: 'Form bodies are accepted uncompressed and in an ASCII-compatible charset only',
+    details: 'Form and JSON bodies are accepted uncompressed and in an ASCII-compatible charset only',
   },
   COMPANY_INACTIVE: { status: 403, error: 'Forbidden', details: 'Company is not active' },
   API_ACCESS_DISABLED: {

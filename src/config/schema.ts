@@ -336,10 +336,11 @@ export const configSchema = z
         /** Query and matrix parameters that override the method: refused 400 before authentication. */
         methodOverrideParams: z.array(z.string().min(1)).default(DEFAULT_METHOD_OVERRIDE_PARAMS),
         /**
-         * Form bodies (urlencoded, multipart, or no Content-Type) naming one of methodOverrideParams:
-         * `refuse` reads them whole after the rate limit (within server.bodyLimitBytes) and answers
-         * 400, or 415 when compressed or in a charset that is not ASCII-compatible; `allow` streams
-         * every body unread.
+         * Form bodies (urlencoded, any multipart/*, or no Content-Type) naming one of
+         * methodOverrideParams, and JSON bodies (a Content-Type holding json) with one as an object
+         * key: `refuse` reads them whole after the rate limit (within server.bodyLimitBytes) and
+         * answers 400, or 415 when compressed or in a charset that is not ASCII-compatible; `allow`
+         * streams every body unread.
          */
         methodOverrideInBody: z.enum(['refuse', 'allow']).default('refuse'),
         /** Query and matrix parameters examined before a key is checked; a URL with more gets 400. */

@@ -20,8 +20,14 @@ import type { IncomingHttpHeaders } from 'node:http';
  * `Content-Disposition: form-data; name="_method"`, quoted with `"` or `'` (PHP) with `\` escapes,
  * or a token, as sent and %-decoded, RFC 2231 (`name*=utf-8''%5Fmethod`) and its continuations
  * (`name*0`, `name*1`..., joined in index order), and RFC 2047 encoded words
- * (`=?utf-8?B?X21ldGhvZA==?=`, which Commons FileUpload decodes for Spring). A file whose content
- * holds such a line is refused too.
+ * (`=?utf-8?B?X21ldGhvZA==?=`, which Commons FileUpload decodes for Spring), and every
+ * `Content-ID:` line's value (Rack names a part without a `name` by it). Every `multipart/*` subtype
+ * is read so (Rack parses `multipart/related` and `multipart/mixed`). A file whose content holds
+ * such a line is refused too.
+ *
+ * JSON bodies (Laravel replaces its input with a JSON body's, so `{"_method":"DELETE"}` is a
+ * DELETE; Express's method-override reads `req.body._method`) are refused when an object key, at
+ * any depth and after JSON unescaping, is exactly a configured name; see jsonNamesOverride.
  *
  * Cost: linear in the body's length, with no allocation per name or parameter. A urlencoded body is
  * read in one pass; a multipart one by one forward `indexOf` per `=`. Each name is read once and no
@@ -29,12 +35,16 @@ import type { IncomingHttpHeaders } from 'node:http';
  * body is read more than a bounded number of times. `bench/form-scan.ts` measures the shapes.
  */
 
-/** The form kinds the scanner reads. */
-export type FormKind = 'urlencoded' | 'multipart';
+/**
+ * The body kinds the scanner reads: a urlencoded or multipart form, JSON, or a form whose
+ * Content-Type also mentions `json` (`urlencoded+json`, `multipart+json`: read both ways, since
+ * Laravel reads any body whose Content-Type holds `/json` or `+json`, parameters included, as JSON).
+ */
+export type FormKind = 'urlencoded' | 'multipart' | 'json' | 'urlencoded+json' | 'multipart+json';
 
 /**
- * What a request's headers say about its body: `none` (no body, or not a form: streamed as before),
- * a form kind (buffered and scanned), or `unreadable`: a form the gateway cannot read as sent
+ * What a request's headers say about its body: `none` (no body, or neither a form nor JSON: streamed
+ * as before), a kind (buffered and scanned), or `unreadable`: a body the gateway cannot read as sent
  * (`Content-Encoding` other than identity, a transfer coding other than chunked, or a charset that
  * is not ASCII-compatible), so it cannot tell whether it names an override.
  */
@@ -42,7 +52,7 @@ export type FormBodyKind = 'none' | FormKind | 'unreadable';
 
 /**
  * Charsets in which `_method` and the separators are the ASCII bytes, as the scanner reads them.
- * Others (UTF-16, UTF-32, UTF-7, EBCDIC such as IBM037...) make a form unreadable.
+ * Others (UTF-16, UTF-32, UTF-7, EBCDIC such as IBM037...) make a body unreadable.
  */
 const ASCII_COMPATIBLE =
   /^(?:utf-?8|(?:us-)?ascii|iso-?8859-\d{1,2}|latin-?\d|l\d|(?:windows|cp)-?125\d|shift_jis|sjis|euc-(?:jp|kr|cn)|gbk|gb2312|gb18030|big5|koi8-[ru])$/;
@@ -51,10 +61,14 @@ const ASCII_COMPATIBLE =
  * Classifies a request body from its headers. A body is present when `Content-Length` is not 0 or a
  * `Transfer-Encoding` is sent. The media type is what precedes the first `;`, `,` or whitespace, in
  * any case; a body without `Content-Type` counts as urlencoded (Rack parses a POST without one as a
- * form).
+ * form), every `multipart/*` subtype as multipart (Rack parses `multipart/related` and
+ * `multipart/mixed` like `multipart/form-data`), and a Content-Type that holds `json` anywhere (in
+ * any case: `application/json`, `application/*+json`, `text/json`, or a parameter, as Laravel's
+ * `isJson()` reads it) as JSON, or as a form and JSON when its media type is a form's.
  *
  * @example
- * formBodyKind({ 'content-type': 'Multipart/Form-Data; boundary=x', 'content-length': '120' }) // 'multipart'
+ * formBodyKind({ 'content-type': 'Multipart/Mixed; boundary=x', 'content-length': '120' }) // 'multipart'
+ * formBodyKind({ 'content-type': 'application/vnd.api+json', 'content-length': '2' }) // 'json'
  */
 export function formBodyKind(headers: IncomingHttpHeaders): FormBodyKind {
   const te = headers['transfer-encoding'];
@@ -62,12 +76,15 @@ export function formBodyKind(headers: IncomingHttpHeaders): FormBodyKind {
   if (te === undefined && (cl === undefined || Number(cl) === 0)) return 'none';
   const ct = headers['content-type'] ?? '';
   const type = mediaType(ct);
-  const kind: FormKind | null =
+  const form: 'urlencoded' | 'multipart' | null =
     type === '' || type === 'application/x-www-form-urlencoded'
       ? 'urlencoded'
-      : type === 'multipart/form-data'
+      : type.startsWith('multipart/')
         ? 'multipart'
         : null;
+  // The media type names JSON, or the header holds `/json` or `+json` (Laravel's isJson()).
+  const json = type.includes('json') || /[/+]json/i.test(ct);
+  const kind: FormKind | null = form === null ? (json ? 'json' : null) : json ? `${form}+json` : form;
   if (kind === null) return 'none';
   if (!onlyTokens(headers['content-encoding'], 'identity') || !onlyTokens(te, 'chunked')) return 'unreadable';
   const charset = charsetOf(ct);
@@ -103,11 +120,13 @@ function charsetOf(ct: string): string | null {
 
 /**
  * Builds the scanner for the configured override parameter names (`urlKeyGuard.methodOverrideParams`).
- * Returns true when the body names one of them.
+ * Returns true when the body names one of them: a form field (see the module's comment), or a JSON
+ * object key (see jsonNamesOverride). A `+json` kind is read both ways.
  *
  * @example
  * const names = createFormOverrideScanner(['_method']);
  * names(Buffer.from('a=1&+_METHOD[]=DELETE'), 'urlencoded') // true
+ * names(Buffer.from('{"a":{"\\u005fmethod":"DELETE"}}'), 'json') // true
  */
 export function createFormOverrideScanner(
   names: readonly string[],
@@ -124,11 +143,16 @@ export function createFormOverrideScanner(
   const starts = new Set<number>([0x2e, 0x2d, SPACE]);
   for (const k of keys) starts.add(k.charCodeAt(0));
   const scan = { trie, starts, max };
+  const json = jsonScan(names);
   return function bodyNamesOverride(body, kind) {
     if (keys.size === 0 || body.length === 0) return false;
     // Read as bytes (the names compared are ASCII). Not as a string: V8's indexOf on the external
     // string a large Buffer becomes was measured quadratic (a 2 MiB form took 29 s).
-    return kind === 'urlencoded' ? urlencodedNamesOverride(body, scan) : multipartNamesOverride(body, scan);
+    if (kind === 'json') return jsonNamesOverride(body, json);
+    if (kind.endsWith('+json') && jsonNamesOverride(body, json)) return true;
+    return kind.startsWith('urlencoded')
+      ? urlencodedNamesOverride(body, scan)
+      : multipartNamesOverride(body, scan) || contentIdNamesOverride(body, scan);
   };
 }
 
@@ -683,3 +707,138 @@ class NameMatcher {
     return this.skipNul?.end === true || this.cutNul?.end === true;
   }
 }
+
+/** What the JSON scan compares: the configured names' UTF-8 bytes, and the prefilter's needles. */
+interface JsonScan {
+  /** The configured names, exactly (as bytes). */
+  trie: TrieNode;
+  /**
+   * Byte strings one of which a body naming a key must hold: each name (one holding another is
+   * left out), and `\u` (an escaped character), or `\` when a name holds a character that has a
+   * short escape (`"`, `\`, `/`, controls).
+   */
+  needles: Buffer[];
+}
+
+function jsonScan(names: readonly string[]): JsonScan {
+  const trie: TrieNode = { next: new Map(), end: false };
+  const unique = [...new Set(names.filter((n) => n !== ''))];
+  for (const n of unique) addKey(trie, Buffer.from(n, 'utf8').toString('latin1'));
+  const needles = unique
+    .filter((n) => !unique.some((o) => o !== n && n.includes(o)))
+    .map((n) => Buffer.from(n, 'utf8'));
+  // eslint-disable-next-line no-control-regex
+  needles.push(Buffer.from(unique.some((n) => /["\\/\u0000-\u001f]/.test(n)) ? '\\' : '\\u'));
+  return { trie, needles };
+}
+
+const COLON = 0x3a;
+
+/**
+ * Whether a JSON body has an object key that is a configured name, exactly (Laravel's and Symfony's
+ * `request->get('_method')` and Express's `req.body._method` are case-sensitive and leave JSON keys
+ * as decoded), after JSON string unescaping (`"\u005fmethod"`, `"_\u006dethod"`, `"\/"`), at any
+ * depth. A key is any `"`-quoted string followed by optional JSON whitespace and `:`, wherever it
+ * is: the body is not parsed, so invalid JSON (which is forwarded as before) is refused only when it
+ * shows such a key, and no parser differential can hide one. A string value holding escaped JSON
+ * (`"{\"_method\":1}"`) is not a key: its quotes are escaped.
+ *
+ * Cost: when the body holds none of the prefilter's needles (the usual small JSON POST), a few
+ * native `indexOf` passes and nothing else. Otherwise each `"` starts one read of at most one key
+ * (stopping at the first byte that cannot continue a name, so at or before the next `"`), so every
+ * byte is read at most a bounded number of times: linear.
+ */
+function jsonNamesOverride(s: Buffer, scan: JsonScan): boolean {
+  if (!scan.needles.some((needle) => s.includes(needle))) return false;
+  for (let q = s.indexOf(DQUOTE); q !== -1; q = s.indexOf(DQUOTE, q + 1)) {
+    if (jsonKeyAt(s, q + 1, scan.trie)) return true;
+  }
+  return false;
+}
+
+/** Whether the JSON string starting at `s[i]` (after its `"`) is a configured name and a key. */
+function jsonKeyAt(s: Buffer, i: number, trie: TrieNode): boolean {
+  let node: TrieNode | undefined = trie;
+  const n = s.length;
+  while (i < n) {
+    let c = s[i]!;
+    if (c === DQUOTE) {
+      if (!node.end) return false;
+      for (i++; i < n && isJsonWhitespace(s[i]!); i++);
+      return s[i] === COLON;
+    }
+    if (c === BACKSLASH) {
+      c = jsonEscape(s, i);
+      if (c === -1) return false;
+      i += c === UNICODE_ESCAPE_MARK ? 6 : 2;
+      c = jsonEscapeValue;
+    } else i++;
+    node = node.next.get(c);
+    if (node === undefined) return false;
+  }
+  return false;
+}
+
+function isJsonWhitespace(c: number): boolean {
+  return c === SPACE || c === 0x09 || c === 0x0a || c === 0x0d;
+}
+
+/** Returned by jsonEscape for a `\uXXXX` escape (6 bytes); jsonEscapeValue holds the character. */
+const UNICODE_ESCAPE_MARK = -2;
+let jsonEscapeValue = 0;
+
+/**
+ * The JSON escape at `s[i]` (`\`): -1 when it is not one (invalid JSON: the string is no name),
+ * UNICODE_ESCAPE_MARK for `\uXXXX`, 0 for a two-byte escape; its character in jsonEscapeValue (a
+ * `\u` escape above U+007F as 0x100, which no name's byte is: names are compared as UTF-8 bytes).
+ */
+function jsonEscape(s: Buffer, i: number): number {
+  const e = s[i + 1];
+  if (e === 0x75 /* u */) {
+    if (i + 5 >= s.length) return -1;
+    const h1 = hexValue(s[i + 2]!);
+    const h2 = hexValue(s[i + 3]!);
+    const h3 = hexValue(s[i + 4]!);
+    const h4 = hexValue(s[i + 5]!);
+    if (h1 === -1 || h2 === -1 || h3 === -1 || h4 === -1) return -1;
+    const v = (h1 << 12) | (h2 << 8) | (h3 << 4) | h4;
+    jsonEscapeValue = v < 0x80 ? v : 0x100;
+    return UNICODE_ESCAPE_MARK;
+  }
+  const short = e === undefined ? -1 : JSON_SHORT_ESCAPES.indexOf(e);
+  if (short === -1) return -1;
+  jsonEscapeValue = JSON_SHORT_VALUES[short]!;
+  return 0;
+}
+
+/** `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t` and what they stand for. */
+const JSON_SHORT_ESCAPES = [DQUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74];
+const JSON_SHORT_VALUES = [DQUOTE, BACKSLASH, 0x2f, 0x08, 0x0c, 0x0a, 0x0d, 0x09];
+
+/**
+ * Rack names a multipart part without a `name` parameter by its `Content-ID` header
+ * (`/Content-ID:\s*([^\r\n]*)/i`, anywhere in the part's head), so `Content-ID: _method` in a
+ * `multipart/related` body is a `_method` field. Every `content-id:` (any case) in the body is read
+ * the same way: whitespace after the colon skipped (line breaks too), the value up to the line's
+ * end compared as a name (as sent and %-decoded). One native `indexOf` per `:`, moving forward, and
+ * a fixed look-back: linear.
+ */
+function contentIdNamesOverride(s: Buffer, scan: Scan): boolean {
+  for (let colon = s.indexOf(COLON, CONTENT_ID.length); colon !== -1; colon = s.indexOf(COLON, colon + 1)) {
+    let k = 0;
+    while (k < CONTENT_ID.length && lower(s[colon - CONTENT_ID.length + k]!) === CONTENT_ID[k]) k++;
+    if (k < CONTENT_ID.length) continue;
+    let start = colon + 1;
+    while (start < s.length && isWhitespace(s[start]!)) start++;
+    let end = start;
+    while (end < s.length && s[end] !== 0x0d && s[end] !== 0x0a) end++;
+    if (nameMatches(s, start, end, false, false, scan) || nameMatches(s, start, end, true, false, scan))
+      return true;
+    // A Content-ID's value is its whole line (Rack's regex): a colon in it starts no other.
+    colon = end - 1;
+  }
+  return false;
+}
+
+/** `content-id`, lowercase, as bytes. */
+const CONTENT_ID = Buffer.from('content-id', 'latin1');

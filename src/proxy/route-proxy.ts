@@ -30,10 +30,12 @@ export interface RouteProxyOptions {
    */
   securityHeaders?: { mode: SecurityHeadersMode; names: readonly string[] };
   /**
-   * Method overrides in form bodies (`urlKeyGuard.methodOverrideInBody: refuse`): the scanner of
-   * `createFormOverrideScanner`. Form bodies are then read whole (within the body limit) and
-   * refused 400 `METHOD_OVERRIDE_IN_BODY` when one names an override parameter, 415 when they
-   * cannot be read (compressed, another charset); other bodies stream. Absent: every body streams.
+   * Method overrides in form and JSON bodies (`urlKeyGuard.methodOverrideInBody: refuse`): the
+   * scanner of `createFormOverrideScanner`. Form bodies (urlencoded, every `multipart/*`, no
+   * Content-Type) and JSON bodies (a Content-Type holding `json`) are then read whole (within the
+   * body limit) and refused 400 `METHOD_OVERRIDE_IN_BODY` when one names an override parameter, 415
+   * when they cannot be read (compressed, another charset); other bodies stream. Absent: every body
+   * streams.
    */
   formOverride?: ((body: Buffer, kind: FormKind) => boolean) | null;
 }
@@ -44,8 +46,9 @@ export type SecurityHeadersMode = 'fill' | 'override' | 'off';
 /**
  * http-proxy-middleware for one route, wired so that every failure is answered in the spec's shape:
  * refused/reset → 502, no answer within `timeoutMs` → 504, a streamed body over the limit → 413.
- * Bodies stream both ways; nothing is buffered, except form bodies when `formOverride` is set
- * (read whole within the body limit, scanned for a method override, then sent as read). An upstream that dies mid-response makes the client
+ * Bodies stream both ways; nothing is buffered, except form and JSON bodies when `formOverride` is
+ * set (read whole within the body limit, scanned for a method override, then sent as read). An
+ * upstream that dies mid-response makes the client
  * connection abort, so a cut-off response never looks complete.
  */
 export function createRouteProxy(
@@ -78,7 +81,7 @@ export function createRouteProxy(
       forwardTo(req, null);
       return proxy(req, res, next);
     }
-    // Only form bodies, and only now (authenticated, in scope, within limits): read whole, scanned.
+    // Only form and JSON bodies, and only now (authenticated, in scope, within limits): read whole, scanned.
     if (kind === 'unreadable') return refuse(req, res, 'UNSUPPORTED_FORM_ENCODING');
     const body = await readBody(req, res, formLimit);
     if (body === null) return;

@@ -16,9 +16,10 @@ import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 const OVERRIDE_BODY = {
   error: 'Bad Request',
-  details: 'Method overrides in a form body are not accepted',
+  details: 'Method overrides in a request body are not accepted',
 };
 const FORM = 'application/x-www-form-urlencoded';
+const ERROR_415 = 'Form and JSON bodies are accepted uncompressed and in an ASCII-compatible charset only';
 const LIMIT = 4096;
 
 interface Gateway {
@@ -199,6 +200,133 @@ describe('method override in a form body', () => {
     });
   }
 
+  const otherMultiparts: Record<string, string> = {
+    'multipart/mixed': 'multipart/mixed; boundary=XyZb',
+    'multipart/related': 'multipart/related; boundary=XyZb; type="text/plain"',
+    'Multipart/Mixed': 'Multipart/Mixed; boundary=XyZb',
+    'multipart/alternative': 'multipart/alternative; boundary=XyZb',
+  };
+  for (const [name, type] of Object.entries(otherMultiparts)) {
+    test(`${name} naming _method (attack report F1; Rack parses it): 400, nothing forwarded`, async () => {
+      const body = multipart('XyZb', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }]);
+      const r = await post(g, body, { 'Content-Type': type });
+      assert.equal(r.status, 400, r.body);
+      assert.deepEqual(r.json, OVERRIDE_BODY);
+      assert.equal(upstream.received.length, 0);
+    });
+  }
+
+  test('multipart/related naming _method by Content-ID (Rack names the part by it): 400', async () => {
+    const body = '--XyZb\r\nContent-Type: text/plain\r\nContent-ID: _method\r\n\r\nDELETE\r\n--XyZb--\r\n';
+    const r = await post(g, body, { 'Content-Type': 'multipart/related; boundary=XyZb' });
+    assert.equal(r.status, 400, r.body);
+    assert.deepEqual(r.json, OVERRIDE_BODY);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  const jsons: Record<string, [string, string]> = {
+    plain: ['application/json', '{"_method":"DELETE"}'],
+    'after other keys': ['application/json; charset=utf-8', '{"to":"a@b.c","_method":"DELETE"}'],
+    '\\u escape of _': ['application/json', '{"\\u005fmethod":"DELETE"}'],
+    '\\u escape of m': ['application/json', '{"_\\u006dethod":"DELETE"}'],
+    nested: ['application/json', '{"data":{"items":[{"_method":"DELETE"}]}}'],
+    '+json': ['application/vnd.api+json', '{"_method":"DELETE"}'],
+    'APPLICATION/JSON': ['APPLICATION/JSON', '{"_method":"DELETE"}'],
+    'text/json': ['text/json', '{"_method":"DELETE"}'],
+    '/json in a parameter (Laravel isJson)': ['text/plain; profile=/json', '{"_method":"DELETE"}'],
+    'form type with +json in a parameter': [`${FORM}; x=+json`, '{"_method":"DELETE"}'],
+    'X-HTTP-Method-Override key': ['application/json', '{"x-http-method-override":"DELETE"}'],
+  };
+  for (const [name, [type, body]] of Object.entries(jsons)) {
+    test(`JSON, ${name}: 400, nothing forwarded`, async () => {
+      const r = await post(g, body, { 'Content-Type': type });
+      assert.equal(r.status, 400, r.body);
+      assert.deepEqual(r.json, OVERRIDE_BODY);
+      assert.equal(upstream.received.length, 0);
+    });
+  }
+
+  test('chunked JSON with the key split across TCP writes: 400, nothing forwarded', async () => {
+    const head = `POST /media/item/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: ${g.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const raw = await sendInPieces(g.t.port, [
+      head,
+      '8\r\n{"a":1,"\r\n',
+      '4\r\n_met\r\n',
+      'e\r\nhod":"DELETE"}\r\n',
+      '0\r\n\r\n',
+    ]);
+    assert.match(raw, /^HTTP\/1\.1 400 /);
+    assert.ok(raw.endsWith(JSON.stringify(OVERRIDE_BODY)), raw);
+    const escaped = await sendInPieces(g.t.port, [
+      head,
+      '5\r\n{"\\u0\r\n',
+      '11\r\n05fmethod":"PUT"}\r\n',
+      '0\r\n\r\n',
+    ]);
+    assert.match(escaped, /^HTTP\/1\.1 400 /);
+    assert.ok(escaped.endsWith(JSON.stringify(OVERRIDE_BODY)), escaped);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('compressed JSON, or JSON in UTF-16: 415 like a form (body-parser inflates gzip JSON), nothing forwarded', async () => {
+    const gz = await post(g, gzipSync('{"_method":"DELETE"}'), {
+      'Content-Type': 'application/json',
+      'Content-Encoding': 'gzip',
+    });
+    assert.equal(gz.status, 415, gz.body);
+    assert.equal((gz.json as { details: string }).details, ERROR_415);
+    const utf16 = await post(g, Buffer.from('{"_method":"DELETE"}', 'utf16le'), {
+      'Content-Type': 'application/json; charset=utf-16le',
+    });
+    assert.equal(utf16.status, 415, utf16.body);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('a JSON body over the limit: 413 whether declared or streamed, nothing forwarded', async () => {
+    const big = `{"a":"${'x'.repeat(LIMIT)}"}`;
+    const declared = await post(g, big, { 'Content-Type': 'application/json' });
+    assert.equal(declared.status, 413);
+    const streamed = await postChunked(g, [big], { 'Content-Type': 'application/json' });
+    assert.equal(streamed.status, 413);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('ordinary JSON POSTs arrive byte for byte, with the same headers', async () => {
+    const bodies: [string, string][] = [
+      ['application/json', '{"to":"+15550100","text":"h\\u00e9llo \\"quoted\\" _method","n":[1,2.5,null]}'],
+      ['application/json; charset=utf-8', '{"template":"welcome","vars":{"name":"Zoë"}}'],
+      ['application/merge-patch+json', '{"a":null}'],
+      ['application/json', '[]'],
+    ];
+    for (const [type, body] of bodies) {
+      upstream.received.length = 0;
+      const headers = { 'Content-Type': type, 'X-Trace': 'abc', Accept: 'application/json' };
+      const r = await post(g, body, headers);
+      assert.equal(r.status, 200, `${body}: ${r.body}`);
+      assert.equal(upstream.received.length, 1);
+      const got = upstream.received[0]!;
+      assert.equal(got.method, 'POST');
+      assert.deepEqual(got.body, Buffer.from(body));
+      assert.equal(got.headers['content-type'], type);
+      assert.equal(got.headers['content-length'], String(Buffer.byteLength(body)));
+      assert.equal(got.headers['transfer-encoding'], undefined);
+      assert.equal(got.headers['x-trace'], 'abc');
+      assert.equal(got.headers.accept, 'application/json');
+    }
+  });
+
+  test('the headers a JSON POST brings to the upstream are those a text/plain POST brings', async () => {
+    const names = async (type: string) => {
+      upstream.received.length = 0;
+      assert.equal((await post(g, '{"a":1}', { 'Content-Type': type })).status, 200);
+      const h = { ...upstream.received[0]!.headers };
+      delete h['content-type'];
+      // Per-request values (request id, signature) differ; the set of names must not.
+      return Object.keys(h).sort();
+    };
+    assert.deepEqual(await names('application/json'), await names('text/plain'));
+  });
+
   test('a chunked form body: 400, nothing forwarded', async () => {
     const r = await postChunked(g, ['a=1&', '_method=DELETE'], { 'Content-Type': FORM });
     assert.equal(r.status, 400, r.body);
@@ -275,7 +403,14 @@ describe('method override in a form body', () => {
         ]),
         { 'Content-Type': 'multipart/form-data; boundary=B0und' },
       ],
-      ['JSON naming _method', '{"_method":"DELETE","a":[1,2]}', { 'Content-Type': 'application/json' }],
+      [
+        'JSON with _method only in a value',
+        '{"a":"_method","b":"{\\"_method\\":1}"}',
+        { 'Content-Type': 'application/json' },
+      ],
+      ['JSON with _METHOD (keys are exact)', '{"_METHOD":"DELETE"}', { 'Content-Type': 'application/json' }],
+      ['invalid JSON', '{"a":', { 'Content-Type': 'application/json' }],
+      ['text/plain naming _method', '{"_method":"DELETE"}', { 'Content-Type': 'text/plain' }],
     ];
     for (const [name, body, headers] of bodies) {
       upstream.received.length = 0;
@@ -349,6 +484,10 @@ describe('method override in a form body, urlKeyGuard.methodOverrideInBody: allo
       assert.equal(upstream.received.length, 1);
       assert.equal(upstream.received[0]!.body.toString(), body);
     }
+    upstream.received.length = 0;
+    const json = await post(g, '{"_method":"DELETE"}', { 'Content-Type': 'application/json' });
+    assert.equal(json.status, 200, json.body);
+    assert.equal(upstream.received[0]!.body.toString(), '{"_method":"DELETE"}');
     upstream.received.length = 0;
     const gz = gzipSync('_method=DELETE');
     const r = await post(g, gz, { 'Content-Type': FORM, 'Content-Encoding': 'gzip' });

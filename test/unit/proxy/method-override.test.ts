@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_METHOD_OVERRIDE_PARAMS } from '../../../src/config/schema.js';
-import { createFormOverrideScanner, formBodyKind } from '../../../src/proxy/method-override.js';
+import {
+  createFormOverrideScanner,
+  formBodyKind,
+  type FormKind,
+} from '../../../src/proxy/method-override.js';
 
 const scan = createFormOverrideScanner(DEFAULT_METHOD_OVERRIDE_PARAMS);
 const form = (s: string | Buffer) => scan(Buffer.isBuffer(s) ? s : Buffer.from(s, 'latin1'), 'urlencoded');
@@ -21,19 +25,62 @@ describe('formBodyKind', () => {
       assert.equal(formBodyKind({ ...body, 'content-type': ct }), 'urlencoded', String(ct));
     assert.equal(formBodyKind({ ...body, 'content-type': 'Multipart/Form-Data; boundary=x' }), 'multipart');
   });
-  test('other media types, and requests without a body, are not forms', () => {
+  test('every multipart/* subtype is multipart (Rack parses multipart/related and multipart/mixed)', () => {
+    for (const ct of [
+      'multipart/mixed; boundary=x',
+      'multipart/related; boundary=x; type="text/xml"',
+      'Multipart/Mixed; boundary=x',
+      'MULTIPART/ALTERNATIVE;boundary=x',
+      'multipart/x-anything',
+    ])
+      assert.equal(formBodyKind({ ...body, 'content-type': ct }), 'multipart', ct);
+  });
+  test('a Content-Type holding json is JSON: the media type, or /json or +json anywhere (Laravel)', () => {
     for (const ct of [
       'application/json',
+      'Application/JSON; charset=UTF-8',
+      'application/vnd.api+json',
+      'application/merge-patch+JSON',
+      'text/json',
+      'application/x-ndjson',
+      'text/plain; profile=/json',
+      'application/octet-stream; x=+json',
+    ])
+      assert.equal(formBodyKind({ ...body, 'content-type': ct }), 'json', ct);
+    assert.equal(
+      formBodyKind({ ...body, 'content-type': 'application/x-www-form-urlencoded; x=/json' }),
+      'urlencoded+json',
+    );
+    assert.equal(
+      formBodyKind({ ...body, 'content-type': 'multipart/mixed; type=a/json; b=x' }),
+      'multipart+json',
+    );
+    // `json` elsewhere in a parameter is not Laravel's test: a form stays a form, the rest streams.
+    assert.equal(
+      formBodyKind({ ...body, 'content-type': 'multipart/form-data; boundary=json' }),
+      'multipart',
+    );
+    assert.equal(formBodyKind({ ...body, 'content-type': 'text/plain; charset=jsonish' }), 'none');
+    assert.equal(formBodyKind({ 'content-type': 'application/json' }), 'none', 'no body');
+    assert.equal(
+      formBodyKind({ 'content-type': 'application/json', 'transfer-encoding': 'chunked' }),
+      'json',
+    );
+  });
+  test('other media types, and requests without a body, are not forms', () => {
+    for (const ct of [
       'text/plain',
-      'multipart/mixed; boundary=x',
       'application/x-www-form',
+      'application/x-www-form-urlencodedfoo',
+      'multipartx/form-data',
+      'application/octet-stream',
     ])
       assert.equal(formBodyKind({ ...body, 'content-type': ct }), 'none', ct);
     assert.equal(formBodyKind({ 'content-type': 'application/x-www-form-urlencoded' }), 'none');
     assert.equal(formBodyKind({ 'content-length': '0' }), 'none');
     assert.equal(formBodyKind({ 'transfer-encoding': 'chunked' }), 'urlencoded');
   });
-  test('compressed, transfer-coded or non-ASCII charset forms are unreadable; JSON stays none', () => {
+  test('compressed, transfer-coded or non-ASCII charset forms and JSON are unreadable', () => {
     const f = { ...body, 'content-type': 'application/x-www-form-urlencoded' };
     assert.equal(formBodyKind({ ...f, 'content-encoding': 'gzip' }), 'unreadable');
     assert.equal(formBodyKind({ ...f, 'content-encoding': 'identity, br' }), 'unreadable');
@@ -51,9 +98,25 @@ describe('formBodyKind', () => {
         'urlencoded',
         cs,
       );
+    // JSON alike (body-parser inflates gzip and deflate JSON before method-override reads it).
+    for (const extra of [
+      { 'content-encoding': 'gzip' },
+      { 'content-encoding': 'deflate' },
+      { 'content-type': 'application/json; charset=utf-16le' },
+      { 'content-type': 'application/vnd.x+json; charset="UTF-32"' },
+    ])
+      assert.equal(formBodyKind({ ...body, 'content-type': 'application/json', ...extra }), 'unreadable');
     assert.equal(
-      formBodyKind({ ...body, 'content-type': 'application/json', 'content-encoding': 'gzip' }),
-      'none',
+      formBodyKind({
+        ...body,
+        'content-type': 'application/json; charset=latin1',
+        'content-encoding': 'identity',
+      }),
+      'json',
+    );
+    assert.equal(
+      formBodyKind({ ...body, 'content-type': 'multipart/mixed; b=1', 'content-encoding': 'br' }),
+      'unreadable',
     );
   });
 });
@@ -215,9 +278,125 @@ describe('createFormOverrideScanner, multipart', () => {
   });
 });
 
+describe('createFormOverrideScanner, multipart Content-ID (Rack names a part without name= by it)', () => {
+  const related = (head: string) => `--b\r\nContent-Type: text/plain\r\n${head}\r\n\r\nDELETE\r\n--b--\r\n`;
+  test('a Content-ID that is an override name, however spelt', () => {
+    for (const h of [
+      'Content-ID: _method',
+      'content-id:_method',
+      'CONTENT-ID:\t _METHOD',
+      'Content-ID: %5Fmethod',
+      'X-Content-ID: _method', // Rack's regex is not anchored
+      'Content-ID: x-http-method-override',
+      'Content-ID: _method[]',
+    ])
+      assert.equal(multi(related(h)), true, h);
+    assert.equal(multi('Content-ID:\r\n _method\r\n'), true, 'whitespace after the colon spans lines (\\s*)');
+  });
+  test('other Content-IDs and headers pass', () => {
+    for (const h of [
+      'Content-ID: <_method>',
+      'Content-ID: _method x',
+      'Content-ID: part1',
+      'Content-IDx: _method',
+      'Content-Location: _method',
+      'Content-ID : _method', // Rack wants the colon right after the name
+      'Content-ID: part1 Content-ID: _method', // the first is the whole line
+    ])
+      assert.equal(multi(related(h)), false, h);
+    assert.equal(multi(':_method'), false, 'a colon at the start');
+    assert.equal(multi('ontent-id:_method'), false);
+  });
+});
+
+describe('createFormOverrideScanner, JSON', () => {
+  const json = (s: string | Buffer) => scan(Buffer.isBuffer(s) ? s : Buffer.from(s, 'utf8'), 'json');
+  test('an object key that is a configured name, at any depth, after JSON unescaping', () => {
+    for (const body of [
+      '{"_method":"DELETE"}',
+      '{"a":1,"_method":"DELETE"}',
+      '{ "_method" : "DELETE" }',
+      '{"_method"\r\n\t:"PUT"}',
+      '{"\\u005fmethod":"DELETE"}',
+      '{"\\u005Fmethod":"DELETE"}',
+      '{"_\\u006dethod":"DELETE"}',
+      '{"\\u005f\\u006d\\u0065\\u0074\\u0068\\u006f\\u0064":1}',
+      '{"a":{"b":[1,{"_method":"DELETE"}]}}',
+      '[{"_method":"DELETE"}]',
+      '{"x-http-method-override":"DELETE"}',
+      '{"x-method-override":"DELETE"}',
+      '{"_method":["DELETE"]}',
+      '{"a":"\\"", "_method":1}',
+      '{"a":"\\\\","_method":1}',
+      // Invalid JSON that still shows the key: refused (a lenient parser could read it).
+      '{"_method":',
+      '{"_method":"DELETE",}',
+      'x"_method":1',
+    ])
+      assert.equal(json(body), true, body);
+  });
+  test('other keys, values and invalid escapes pass', () => {
+    for (const body of [
+      '{"method":"DELETE"}',
+      '{"_METHOD":"DELETE"}', // JSON keys are compared exactly, as the frameworks look them up
+      '{"_Method":"DELETE"}',
+      '{"_method ":"DELETE"}',
+      '{" _method":"DELETE"}',
+      '{"_methods":"DELETE"}',
+      '{"x_method":"DELETE"}',
+      '{"a":"_method"}',
+      '["_method"]',
+      '{"a":"_method","b":1}',
+      '{"_method"}',
+      '{"_method" "x"}',
+      '{"a":"{\\"_method\\":\\"DELETE\\"}"}', // escaped JSON inside a string value
+      '{"\\_method":1}', // not a JSON escape
+      '{"\\u005gmethod":1}',
+      '{"\\u00005fmethod":1}',
+      '{"_method\\u0000":1}',
+      '{"\\u015fmethod":1}',
+      '{"_metho',
+      '{"_method',
+      '{"\\u005',
+      '{"_\\',
+      '{"note":"use \\u0041 _method"}',
+      "{'_method':1}",
+      '{_method:1}',
+      '',
+    ])
+      assert.equal(json(body), false, body);
+  });
+  test('a name holding a character with a short escape is found through that escape', () => {
+    const odd = createFormOverrideScanner(['a/b', 'c"d', 'e\\f', 'g\th']);
+    for (const body of ['{"a\\/b":1}', '{"c\\"d":1}', '{"e\\\\f":1}', '{"g\\th":1}', '{"a/b":1}'])
+      assert.equal(odd(Buffer.from(body), 'json'), true, body);
+    assert.equal(odd(Buffer.from('{"a\\\\/b":1}'), 'json'), false);
+    const utf8 = createFormOverrideScanner(['_méthode']);
+    assert.equal(utf8(Buffer.from('{"_méthode":1}'), 'json'), true);
+    assert.equal(
+      utf8(Buffer.from('{"_m\\u00e9thode":1}'), 'json'),
+      false,
+      'non-ASCII escapes are not decoded',
+    );
+  });
+  test('a form whose Content-Type mentions json is read both ways', () => {
+    assert.equal(scan(Buffer.from('{"_method":"DELETE"}'), 'urlencoded+json'), true);
+    assert.equal(scan(Buffer.from('_method=DELETE'), 'urlencoded+json'), true);
+    assert.equal(scan(Buffer.from('--b\r\nContent-ID: _method\r\n\r\nx'), 'multipart+json'), true);
+    assert.equal(scan(Buffer.from('--b\r\n\r\n{"_method":1}'), 'multipart+json'), true);
+    assert.equal(scan(Buffer.from('--b\r\n\r\n{"_method":1}'), 'multipart'), false);
+    assert.equal(scan(Buffer.from('a=1&b={"x":1}'), 'urlencoded+json'), false);
+    assert.equal(scan(Buffer.from('{"_method":1}'), 'urlencoded'), false);
+  });
+  test('no names: nothing is refused', () => {
+    assert.equal(createFormOverrideScanner([])(Buffer.from('{"_method":1}'), 'json'), false);
+    assert.equal(createFormOverrideScanner([''])(Buffer.from('{"":1}'), 'json'), false);
+  });
+});
+
 describe('createFormOverrideScanner, cost', () => {
   /** Milliseconds of the fastest of 5 scans (the least disturbed by other processes). */
-  function fastest(body: Buffer, kind: 'urlencoded' | 'multipart'): number {
+  function fastest(body: Buffer, kind: FormKind): number {
     let best = Infinity;
     for (let i = 0; i < 5; i++) {
       const t0 = process.hrtime.bigint();
@@ -229,7 +408,7 @@ describe('createFormOverrideScanner, cost', () => {
   // Each worst shape at 256 KiB and at 1 MiB: a linear scan costs about 4× more for the larger, a
   // quadratic one 16×. Compared with the same shape, so the machine's load cancels out.
   test('worst-case bodies cost linear time: 4× the size costs at most 8× the time', () => {
-    const shapes: [string, (size: number) => Buffer, 'urlencoded' | 'multipart'][] = [
+    const shapes: [string, (size: number) => Buffer, FormKind][] = [
       ['benign form', (n) => fill('field=value&', n), 'urlencoded'],
       ['separators', (n) => fill('&;=', n), 'urlencoded'],
       ['leading spaces', (n) => Buffer.concat([fill('+', n), Buffer.from('x=1')]), 'urlencoded'],
@@ -258,6 +437,21 @@ describe('createFormOverrideScanner, cost', () => {
       ],
       ['nested encoded words', (n) => fill('name==?a?Q?=5F?= ', n), 'multipart'],
       ['%u escapes', (n) => fill('%u005F', n), 'urlencoded'],
+      ['content-id: chains', (n) => fill('content-id:', n), 'multipart'],
+      ['colons', (n) => fill(':', n), 'multipart'],
+      ['Content-ID: _metho lines', (n) => fill('Content-ID: _metho\r\n', n), 'multipart'],
+      [
+        'Content-ID: then whitespace',
+        (n) => Buffer.concat([Buffer.from('Content-ID:'), fill(' ', n)]),
+        'multipart',
+      ],
+      ['benign JSON', (n) => fill('{"id":12345,"text":"hello world"},', n), 'json'],
+      ['JSON quotes', (n) => fill('"', n), 'json'],
+      ['JSON "_metho" keys', (n) => fill('"_metho":1,', n), 'json'],
+      ['JSON \\u escaped prefixes', (n) => fill('"\\u005f\\u006d\\u0065\\u0074\\u0068\\u006f":', n), 'json'],
+      ['JSON "_method" values', (n) => fill('"_method",', n), 'json'],
+      ['JSON "_method" then spaces', (n) => Buffer.concat([Buffer.from('"_method"'), fill(' ', n)]), 'json'],
+      ['JSON escaped quotes', (n) => fill('"\\"', n), 'json'],
     ];
     const floor = 2; // ms: below this, timer noise
     for (const [name, make, kind] of shapes) {
