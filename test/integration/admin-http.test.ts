@@ -186,6 +186,53 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     }
   });
 
+  test('scope paths that no safe request path can match are 400 naming the field, on create and patch', async () => {
+    const paths = [
+      '/notify/v1/../media',
+      '/notify/v1/./otps',
+      '/notify/v1/..',
+      '/notify/v1/.',
+      '/notify/v1/...',
+      '/notify/v1//otps',
+      '/notify/v1/%2e%2e/media',
+      '/notify/v1/%2E/otps',
+      '/notify/v1/otps%2fx',
+      '/notify/v1\\..\\media',
+      '/notify/v1/ｏtps',
+      '//notify/v1',
+    ];
+    for (const p of paths) {
+      const scopes = [{ route: '/notify/v1', paths: [p] }];
+      const created = await as.root('POST', '/admin/v1/companies', { id: 'scope-co', scopes });
+      assert.equal(created.status, 400, `${p}: ${created.text}`);
+      assert.match(String(created.body.details), /^scopes\.0\.paths\.0: /, p);
+      const patched = await as.root('PATCH', '/admin/v1/companies/acme', { scopes });
+      assert.equal(patched.status, 400, `${p}: ${patched.text}`);
+      assert.match(String(patched.body.details), /^scopes\.0\.paths\.0: /, p);
+      const key = await as.root('PATCH', `/admin/v1/keys/${keyId}`, { scopes });
+      assert.equal(key.status, 400, `${p}: ${key.text}`);
+      assert.match(String(key.body.details), /^scopes\.0\.paths\.0: /, p);
+    }
+    const route = await as.root('POST', '/admin/v1/companies', {
+      id: 'scope-co',
+      scopes: [{ route: '/notify/v1/..' }],
+    });
+    assert.equal(route.status, 400, route.text);
+    assert.match(String(route.body.details), /^scopes\.0\.route: /);
+    // Nothing changed.
+    assert.equal((await as.root('GET', '/admin/v1/companies/scope-co')).status, 404);
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.scopes, null);
+    assert.equal((await as.root('GET', `/admin/v1/keys/${keyId}`)).body.scopes, null);
+    // Dots inside a segment are fine.
+    const fine = await as.root('POST', '/admin/v1/companies', {
+      id: 'scope-co',
+      scopes: [
+        { route: '/notify/v1', paths: ['/notify/v1/otps.v2', '/notify/v1/.well-known', '/notify/v1/a..b/'] },
+      ],
+    });
+    assert.equal(fine.status, 201, fine.text);
+  });
+
   test('an unknown admin path is 404 for every role, 401 without a token', async () => {
     for (const path of [
       '/admin/v1/nothing-here',

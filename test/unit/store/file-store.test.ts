@@ -309,3 +309,19 @@ describe('key file timestamps', () => {
       assert.match(text, new RegExp(`${path.replace(/\./g, '\\.')}: must be a real UTC instant`));
   });
 });
+
+describe('key file input: the admin API rules for scopes, names and labels', () => {
+  const routes = [{ prefix: '/notify/v1' }];
+  test('a scope path or route with a dot or empty segment rejects the file, naming the field', () => {
+    for (const p of ['/notify/v1/../media', '/notify/v1/./otps', '/notify/v1//otps', '/notify/v1/..']) {
+      const text =
+        `companies:\n  - id: a\n    tier: free\n    scopes: [{ route: /notify/v1, paths: ["${p}"] }]\n` +
+        `    keys:\n      - { id: k1, hash: ${hash(1)}, scopes: [{ route: "/notify/v1/${p.slice(11)}" }] }\n`;
+      const r = parseKeyFile(text, tiers, routes);
+      assert.equal(r.ok, false, p);
+      const problems = r.ok ? '' : r.problems.join('\n');
+      assert.match(problems, /^companies\.0\.scopes\.0\.paths\.0: must not hold an empty/m, p);
+      assert.match(problems, /^companies\.0\.keys\.0\.scopes\.0\.route: must not hold an empty/m, p);
+    }
+  });
+});
