@@ -186,6 +186,55 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     }
   });
 
+  test('query parameters: repeated, array-shaped or unknown ones are 400 naming them; nothing is ignored', async () => {
+    const cases: [string, string][] = [
+      ['/admin/v1/audit?companyId[]=acme', 'companyId'],
+      ['/admin/v1/audit?companyId%5B%5D=acme', 'companyId'],
+      ['/admin/v1/audit?companyId=acme&companyId=other', 'companyId'],
+      ['/admin/v1/audit?companyId[x]=acme', 'companyId'],
+      ['/admin/v1/audit?limit[]=5', 'limit'],
+      ['/admin/v1/audit?limit=1&limit=2', 'limit'],
+      ['/admin/v1/audit?company=acme', 'company'],
+      ['/admin/v1/audit?companyId=', 'companyId'],
+      ['/admin/v1/audit?companyId=a%20b', 'companyId'],
+      ['/admin/v1/companies/acme/usage?granularity=day&granularity=hour', 'granularity'],
+      ['/admin/v1/companies/acme/usage?from[]=2026-01-01', 'from'],
+      ['/admin/v1/companies/acme/usage?granularit=day', 'granularit'],
+      ['/admin/v1/companies?limit=1', 'limit'],
+      ['/admin/v1/companies?status=suspended', 'status'],
+      ['/admin/v1/companies/acme?x=1', 'x'],
+      ['/admin/v1/companies/acme/keys?status=active', 'status'],
+      [`/admin/v1/keys/${keyId}?x=1`, 'x'],
+      ['/admin/v1/openapi.json?format=yaml', 'format'],
+    ];
+    for (const who of EVERY_ROLE) {
+      for (const [path, name] of cases) {
+        const r = await call('GET', path, { who });
+        assert.equal(r.status, 400, `${who} ${path}: ${r.text}`);
+        assert.equal(r.body.error, 'Bad Request', path);
+        assert.ok(
+          String(r.body.details).startsWith(`${name}: `) || String(r.body.details).includes(` ${name}`),
+          `${path}: ${r.body.details}`,
+        );
+      }
+    }
+    // Writes too: a query string on a POST, PATCH or DELETE is refused before anything changes.
+    const del = await call('DELETE', `/admin/v1/keys/${keyId}?force=1`);
+    assert.equal(del.status, 400, del.text);
+    assert.equal((await as.root('GET', `/admin/v1/keys/${keyId}`)).body.status, 'active', 'not revoked');
+    const post = await as.root('POST', '/admin/v1/companies?dryRun=1', { id: 'query-co' });
+    assert.equal(post.status, 400, post.text);
+    assert.equal((await as.root('GET', '/admin/v1/companies/query-co')).status, 404, 'not created');
+    // A name that looks like a key is not echoed.
+    const pasted = await call('GET', '/admin/v1/audit?nk_live_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=1');
+    assert.equal(pasted.status, 400);
+    assert.doesNotMatch(pasted.text, /nk_live/);
+    // The documented parameters, each given once, still answer.
+    assert.equal((await call('GET', '/admin/v1/audit?companyId=acme&limit=5')).status, 200);
+    assert.equal((await call('GET', '/admin/v1/companies')).status, 200);
+    assert.equal((await call('GET', '/admin/v1/companies?')).status, 200);
+  });
+
   test('scope paths that no safe request path can match are 400 naming the field, on create and patch', async () => {
     const paths = [
       '/notify/v1/../media',
