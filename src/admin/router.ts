@@ -192,14 +192,23 @@ function hasBody(req: { headers: express.Request['headers'] }): boolean {
 }
 
 /**
- * Whether a `Content-Type` is `application/json`: exactly that media type, in any case, with or
- * without parameters (`; charset=utf-8`). Not `application/json-patch+json`, `application/jsonx`
- * or any other `application/*+json`: the admin API parses plain JSON only, so those are 415.
+ * Whether a `Content-Type` is `application/json` in UTF-8: exactly that media type, in any case,
+ * with or without parameters; a `charset` parameter, if there is one, must be `utf-8` (any case,
+ * quoted or not) and given once. Not `application/json-patch+json`, `application/jsonx` or any
+ * other `application/*+json`: the admin API parses plain JSON only, so those are 415. Nor
+ * `charset=utf-16` (or `utf-32`, `utf-7`, `utf8`, `iso-8859-1`, an empty one): JSON is UTF-8 (RFC
+ * 8259 §8.1), and a body declared otherwise is refused rather than read as something it is not.
  */
 export function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
+  const [type = '', ...params] = contentType.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  const charsets = params.filter((p) => p.split('=')[0]!.trim().toLowerCase() === 'charset');
+  if (charsets.length === 0) return true;
+  if (charsets.length > 1) return false;
+  const value = charsets[0]!.slice(charsets[0]!.indexOf('=') + 1).trim();
+  const unquoted = /^"(.*)"$/.exec(value)?.[1] ?? value;
+  return unquoted.toLowerCase() === 'utf-8';
 }
 
 /**

@@ -186,6 +186,45 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     }
   });
 
+  test('application/json with a charset other than UTF-8 is 415, in any spelling; nothing is created', async () => {
+    const json = '{"id":"charset-co"}';
+    for (const type of [
+      'application/json; charset=utf-16',
+      'application/json; charset=UTF-16LE',
+      'application/json; charset="utf-16"',
+      'application/json;charset=utf-32',
+      'application/json; charset=utf-7',
+      'application/json; charset=utf8',
+      'application/json; charset=iso-8859-1',
+      'application/json; charset=us-ascii',
+      'application/json; charset=""',
+      'application/json; charset=',
+      'application/json; charset=utf-8; charset=utf-16',
+      'application/json; CHARSET=Utf-16',
+    ]) {
+      const r = await call('POST', '/admin/v1/companies', { headers: { 'Content-Type': type }, body: json });
+      assert.deepEqual(
+        [r.status, r.body],
+        [415, { error: 'Unsupported Media Type', details: 'Content-Type must be application/json' }],
+        type,
+      );
+    }
+    assert.equal((await as.root('GET', '/admin/v1/companies/charset-co')).status, 404, 'nothing was created');
+    // UTF-8 in any case, quoted or not, and other parameters, are read.
+    let n = 0;
+    for (const type of [
+      'application/json; charset=UTF-8',
+      'application/json; charset="utf-8"',
+      'application/json; Charset=Utf-8; foo=bar',
+    ]) {
+      const r = await call('POST', '/admin/v1/companies', {
+        headers: { 'Content-Type': type },
+        body: JSON.stringify({ id: `charset-${++n}` }),
+      });
+      assert.equal(r.status, 201, `${type}: ${r.text}`);
+    }
+  });
+
   test('query parameters: repeated, array-shaped or unknown ones are 400 naming them; nothing is ignored', async () => {
     const cases: [string, string][] = [
       ['/admin/v1/audit?companyId[]=acme', 'companyId'],
