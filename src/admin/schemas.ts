@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { scopeListSchema, windowListSchema } from '../config/limits.js';
+import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
 import type { ErrorCode } from '../errors.js';
 import { requiredRole, type AdminRole } from './roles.js';
 import { ID_PATTERN } from '../store/types.js';
@@ -22,8 +23,17 @@ const NOT_A_KEY = 'must not contain an API key';
 const isKeyFree = (v: string) => !KEY_LIKE_PATTERN.test(v);
 const ID_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit';
 const idSchema = z.string().regex(ID_PATTERN, ID_MESSAGE).refine(isKeyFree, NOT_A_KEY);
-/** Free text (names, labels): trimmed, 1-200 characters, never holding a key. */
-const textSchema = z.string().trim().min(1).max(200).refine(isKeyFree, NOT_A_KEY);
+/**
+ * Free text (names, labels): trimmed, 1-200 characters, never holding a key, and no control,
+ * invisible format or unpaired surrogate character (`isDisplayText`; the key file has the same rule).
+ */
+const textSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .refine(isKeyFree, NOT_A_KEY)
+  .refine(isDisplayText, DISPLAY_TEXT_MESSAGE);
 const companyStatus = z.enum(['active', 'pending', 'suspended']);
 
 /** `POST /admin/v1/companies`. */

@@ -321,6 +321,57 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     assert.equal(fine.status, 201, fine.text);
   });
 
+  test('names and labels: control, bidi, zero-width and unpaired surrogate characters are 400 naming the field', async () => {
+    const bad = [
+      'line\nbreak',
+      'tab\there',
+      'nul\u0000',
+      'esc\u001b[31m',
+      'del\u007f',
+      'c1\u0085',
+      'c1\u009b',
+      'rlo\u202egnp.exe',
+      'lre\u202a',
+      'lrm\u200e',
+      'rlm\u200f',
+      'isolate\u2066x\u2069',
+      'zero\u200bwidth',
+      'joiner\u200d',
+      'bom\ufeffx',
+      'ls\u2028x',
+      'lone \ud800',
+      'lone \udc00',
+      'reversed \udc00\ud800',
+    ];
+    for (const text of bad) {
+      // JSON.stringify writes control characters and unpaired surrogates as \u escapes.
+      const where = JSON.stringify(text);
+      const created = await as.root('POST', '/admin/v1/companies', { id: 'text-co', name: text });
+      assert.equal(created.status, 400, `${where}: ${created.text}`);
+      assert.match(String(created.body.details), /^name: /, where);
+      const patched = await as.root('PATCH', '/admin/v1/companies/acme', { name: text });
+      assert.equal(patched.status, 400, `${where}: ${patched.text}`);
+      assert.match(String(patched.body.details), /^name: /, where);
+      const key = await as.root('POST', '/admin/v1/companies/acme/keys', { label: text });
+      assert.equal(key.status, 400, `${where}: ${key.text}`);
+      assert.match(String(key.body.details), /^label: /, where);
+      const rotated = await as.root('POST', `/admin/v1/keys/${keyId}/rotate`, { label: text });
+      assert.equal(rotated.status, 400, `${where}: ${rotated.text}`);
+      assert.match(String(rotated.body.details), /^label: /, where);
+    }
+    // Nothing changed: no company, the name as it was, no new key, the key not rotated.
+    assert.equal((await as.root('GET', '/admin/v1/companies/text-co')).status, 404);
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.name, 'acme');
+    const key = await as.root('GET', `/admin/v1/keys/${keyId}`);
+    assert.equal(key.body.rotatedTo, null);
+    // Letters of any script, emoji (a surrogate pair), spaces and punctuation are fine.
+    const fine = await as.root('POST', '/admin/v1/companies', {
+      id: 'text-co',
+      name: 'Acme GmbH — Zürich, 東京 & שלום 🚀',
+    });
+    assert.equal(fine.status, 201, fine.text);
+  });
+
   test('an unknown admin path is 404 for every role, 401 without a token', async () => {
     for (const path of [
       '/admin/v1/nothing-here',

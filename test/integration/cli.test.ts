@@ -224,6 +224,53 @@ describe('CLI', () => {
     assert.match((await cli(['keys', 'list', 'ts-cli'], env)).stdout, /\(none\)/);
   });
 
+  test('names, labels, scopes and ids by the admin API rules: exit 2 naming the option, nothing changed', async () => {
+    assert.equal((await cli(['companies', 'create', 'txt-cli', '--tier', 'free'], env)).code, 0);
+    for (const bad of ['a\nb', 'a\u001b[31mb', 'a\u202eb', 'a\u200bb', 'a\u0085b']) {
+      const co = await cli(['companies', 'create', 'txt-cli-2', '--tier', 'free', '--name', bad], env);
+      assert.equal(co.code, 2, JSON.stringify(bad));
+      assert.match(co.stderr, /--name: must not contain control characters/, JSON.stringify(bad));
+      const up = await cli(['companies', 'update', 'txt-cli', '--name', bad], env);
+      assert.equal(up.code, 2, JSON.stringify(bad));
+      const key = await cli(['keys', 'create', 'txt-cli', '--label', bad], env);
+      assert.equal(key.code, 2, JSON.stringify(bad));
+      assert.match(key.stderr, /--label: must not contain control characters/, JSON.stringify(bad));
+      const gen = await cli(['keys', 'generate', '--label', bad], {});
+      assert.equal(gen.code, 2, JSON.stringify(bad));
+      assert.match(gen.stderr, /--label: must not contain control characters/);
+    }
+    const scopes = '[{"route":"/notify/v1","paths":["/notify/v1/../media"]}]';
+    const sc = await cli(['companies', 'update', 'txt-cli', '--scopes', scopes], env);
+    assert.equal(sc.code, 2, sc.stderr);
+    assert.match(sc.stderr, /scopes\.0\.paths\.0: must not hold an empty/);
+    assert.equal((await cli(['companies', 'get', 'txt-cli-2'], env)).code, 1, 'not created');
+    const got = JSON.parse((await cli(['companies', 'get', 'txt-cli', '--json'], env)).stdout) as {
+      name: string;
+      scopes: unknown;
+    };
+    assert.deepEqual([got.name, got.scopes], ['txt-cli', null]);
+    assert.match((await cli(['keys', 'list', 'txt-cli'], env)).stdout, /\(none\)/);
+    // keys generate: an id the key file would refuse, and an empty audit filter.
+    for (const id of ['a b', '-x', 'x/y', ''])
+      assert.equal((await cli(['keys', 'generate', '--id', id], {})).code, 2, id);
+    const audit = await cli(['audit', '--company', ''], env);
+    assert.equal(audit.code, 2, audit.stdout);
+    assert.match(audit.stderr, /--company: must be a company id/);
+  });
+
+  test('keys generate: a label YAML would misread is printed quoted, and loads as given', async () => {
+    const label = '#ops: nightly - backup';
+    const r = await cli(['keys', 'generate', '--label', label], {});
+    assert.equal(r.code, 0, r.stderr);
+    const entry = r.stdout.slice(r.stdout.indexOf('      - id:'));
+    const dir = mkdtempSync(join(tmpdir(), 'ng-gen-'));
+    writeFileSync(join(dir, 'keys.yaml'), `companies:\n  - id: acme\n    tier: free\n    keys:\n${entry}`);
+    writeFileSync(join(dir, 'gateway.yaml'), 'store: { type: file, file: { path: keys.yaml } }\n');
+    const check = await cli(['keys', 'list', 'acme', '--json', '--config', join(dir, 'gateway.yaml')], {});
+    assert.equal(check.code, 0, check.stderr);
+    assert.equal((JSON.parse(check.stdout) as { label: string }[])[0]!.label, label);
+  });
+
   test('keys hash: stdin → the SHA-256 the file store expects', async () => {
     const r = await cli(['keys', 'hash'], {}, 'nk_live_example\n');
     assert.equal(r.code, 0);

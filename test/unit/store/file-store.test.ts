@@ -324,4 +324,36 @@ describe('key file input: the admin API rules for scopes, names and labels', () 
       assert.match(problems, /^companies\.0\.keys\.0\.scopes\.0\.route: must not hold an empty/m, p);
     }
   });
+
+  test('a name or label with control, bidi, zero-width or unpaired surrogate characters rejects the file, naming it', () => {
+    // JSON strings are YAML flow scalars: the escapes reach the parser as in an admin API body.
+    for (const bad of [
+      'a\nb',
+      'a\u001b[31mb',
+      'a\u0085b',
+      'a\u202eb',
+      'a\u2066b',
+      'a\u200bb',
+      'a\ufeffb',
+      'a\ud800b',
+    ]) {
+      const text =
+        `companies:\n  - id: a\n    tier: free\n    name: ${JSON.stringify(bad)}\n` +
+        `    keys:\n      - { id: k1, hash: ${hash(1)}, label: ${JSON.stringify(bad)} }\n`;
+      const r = parseKeyFile(text, tiers);
+      assert.equal(r.ok, false, JSON.stringify(bad));
+      const problems = r.ok ? '' : r.problems.join('\n');
+      assert.match(
+        problems,
+        /^companies\.0\.name: must not contain control characters/m,
+        JSON.stringify(bad),
+      );
+      assert.match(problems, /^companies\.0\.keys\.0\.label: must not contain control/m, JSON.stringify(bad));
+    }
+    const fine = parseKeyFile(
+      `companies:\n  - id: a\n    tier: free\n    name: "Zürich 東京 🚀"\n    keys:\n      - { id: k1, hash: ${hash(1)}, label: "CI — prod" }\n`,
+      tiers,
+    );
+    assert.equal(fine.ok, true);
+  });
 });
