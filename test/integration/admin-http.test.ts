@@ -372,6 +372,15 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     assert.equal(fine.status, 201, fine.text);
   });
 
+  test('company ids are case-sensitive: ACME and acme are two companies (README, "Admin API")', async () => {
+    const upper = await as.root('POST', '/admin/v1/companies', { id: 'ACME' });
+    assert.equal(upper.status, 201, upper.text);
+    assert.equal((await as.root('GET', '/admin/v1/companies/ACME')).body.id, 'ACME');
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.id, 'acme');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    assert.match(readme, /ids are `[^`]+` and\s+\*\*case-sensitive\*\*: `ACME` and `acme` are two companies/);
+  });
+
   test('an unknown admin path is 404 for every role, 401 without a token', async () => {
     for (const path of [
       '/admin/v1/nothing-here',

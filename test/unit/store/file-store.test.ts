@@ -356,4 +356,14 @@ describe('key file input: the admin API rules for scopes, names and labels', () 
     );
     assert.equal(fine.ok, true);
   });
+
+  test('ids are case-sensitive: ACME and acme are two companies, not duplicates (README, "Admin API")', () => {
+    const r = parseKeyFile(
+      `companies:\n  - { id: ACME, tier: free, keys: [{ id: K1, hash: ${hash(1)} }] }\n` +
+        `  - { id: acme, tier: free, keys: [{ id: k1, hash: ${hash(2)} }] }\n`,
+      tiers,
+    );
+    assert.equal(r.ok, true, r.ok ? '' : r.problems.join('\n'));
+    assert.deepEqual(r.ok ? r.companies.map((c) => c.id) : [], ['ACME', 'acme']);
+  });
 });
