@@ -22,7 +22,7 @@ import { isLoopbackName } from './admin/router.js';
 import { loadConfig, type LoadResult } from './config/load.js';
 import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
-import { DISPLAY_TEXT_MESSAGE, isDisplayText } from './config/text.js';
+import { DISPLAY_TEXT_MESSAGE, escapeRefusedText, isDisplayText } from './config/text.js';
 import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
@@ -348,10 +348,6 @@ function parseLimitsOption(v: string): { set: unknown } {
   return { set: windows };
 }
 
-// C0, DEL and C1 controls (ESC starts terminal escape sequences; CR and LF could forge rows).
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/g;
-
 /** What the file store puts where the key file says nothing (`createdAt` of companies). */
 const EPOCH = '1970-01-01T00:00:00Z';
 
@@ -374,8 +370,9 @@ const FILE_NOTES = {
 
 /**
  * Plain columns, two spaces apart, one row per line (kept hand-written rather than cli-table3:
- * docs/architecture.md, "CLI tables"). Control characters in a cell are shown escaped (`\u001b`):
- * a company name or label must not move the cursor, recolour the terminal or forge a row.
+ * docs/architecture.md, "CLI tables"). Control, bidi and other invisible format characters in a
+ * cell are shown escaped (`\u001b`, `\u202e`): a company name or label must not move the cursor,
+ * recolour the terminal, reorder text or forge a row.
  */
 function table(rows: object[], cols: string[]): string {
   if (rows.length === 0) return '(none)\n';
@@ -385,7 +382,9 @@ function table(rows: object[], cols: string[]): string {
       // The epoch only comes from a key file that does not say: "not recorded", not 1970.
       if (v === null || v === undefined || v === EPOCH) return '-';
       if (Array.isArray(v)) return formatList(c, v);
-      return String(v).replace(CONTROL_CHARS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      // Controls (ESC starts terminal escapes; CR and LF could forge rows), bidi and other invisible
+      // format characters, unpaired surrogates: escaped (stored before the rule, or by another store).
+      return escapeRefusedText(String(v));
     }),
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));

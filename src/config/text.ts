@@ -24,3 +24,17 @@ export const DISPLAY_TEXT_MESSAGE =
 export function isDisplayText(v: string): boolean {
   return !REFUSED_TEXT_CHARACTER.test(v);
 }
+
+const REFUSED_TEXT_CHARACTERS = new RegExp(REFUSED_TEXT_CHARACTER.source, 'gu');
+
+/**
+ * `v` with every character `isDisplayText` refuses written as an escape (`\u001b`, `\u202e`,
+ * `\u{e0041}`), for text stored before the rule (or by a store of one's own) that is printed to a
+ * terminal: it cannot move the cursor, recolour, reorder or forge a row.
+ */
+export function escapeRefusedText(v: string): string {
+  return v.replace(REFUSED_TEXT_CHARACTERS, (ch) => {
+    const cp = ch.codePointAt(0)!;
+    return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+  });
+}

@@ -28,8 +28,12 @@ const timestamp = z
   // A real instant, not only the shape: `2027-02-30T00:00:00Z` would otherwise never apply.
   .pipe(z.string().refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE));
 
-/** Names and labels: the admin API's character rule (config/text.ts), at most 200 characters. */
-const displayText = (min: number) => z.string().min(min).max(200).refine(isDisplayText, DISPLAY_TEXT_MESSAGE);
+/**
+ * Text shown in lists, tables and logs (names, labels, prefixes, environments): the admin API's
+ * character rule (config/text.ts), `min` to `max` characters.
+ */
+const displayText = (min: number, max = 200) =>
+  z.string().min(min).max(max).refine(isDisplayText, DISPLAY_TEXT_MESSAGE);
 
 const fileKeySchema = z
   .object({
@@ -40,9 +44,9 @@ const fileKeySchema = z
       .pipe(
         z.string().regex(HASH_PATTERN, 'must be the 64-hex SHA-256 printed by `notify-gateway keys hash`'),
       ),
-    prefix: z.string().max(32).optional(),
+    prefix: displayText(0, 32).optional(),
     label: displayText(0).optional(),
-    environment: z.string().max(16).optional(),
+    environment: displayText(0, 16).optional(),
     createdAt: timestamp.optional(),
     expiresAt: timestamp.optional(),
     revokedAt: timestamp.optional(),

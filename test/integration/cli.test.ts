@@ -5,6 +5,8 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashApiKey } from '../../src/auth/api-key.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
+import { RedisKeyStore } from '../../src/store/redis-store.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 // The shipped bin, as users run it (`npm test` builds first).
@@ -256,6 +258,34 @@ describe('CLI', () => {
     const audit = await cli(['audit', '--company', ''], env);
     assert.equal(audit.code, 2, audit.stdout);
     assert.match(audit.stderr, /--company: must be a company id/);
+  });
+
+  test('a name stored before the character rule is shown escaped: no control character reaches the terminal', async () => {
+    // Written straight to the store, as the admin API accepted it before names were checked.
+    const cfg = { url: redis.url, keyPrefix: 'ng:', commandTimeoutMs: 1000, connectTimeoutMs: 2000 };
+    const client = createRedisClient(cfg);
+    const subscriber = createRedisClient(cfg);
+    assert.ok(await waitForReady(client, 3000), 'redis client did not become ready');
+    const store = new RedisKeyStore(client, subscriber, 'ng:');
+    const at = '2026-01-01T00:00:00Z';
+    await store.createCompany({
+      id: 'evil-old',
+      name: 'Evil\u001b[2J\nforged  row\u202e',
+      tier: 'free',
+      status: 'active',
+      apiAccess: true,
+      createdAt: at,
+      updatedAt: at,
+      scopes: null,
+      limits: null,
+    });
+    await store.close();
+    const r = await cli(['companies', 'get', 'evil-old'], env);
+    assert.equal(r.code, 0, r.stderr);
+    // eslint-disable-next-line no-control-regex
+    assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(r.stdout), 'a control character reached the terminal');
+    assert.ok(r.stdout.includes('Evil\\u001b[2J\\u000aforged  row\\u202e'), r.stdout);
+    assert.equal(r.stdout.split('\n').length, 3, 'header, one row, final newline');
   });
 
   test('keys generate: a label YAML would misread is printed quoted, and loads as given', async () => {

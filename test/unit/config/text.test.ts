@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isDisplayText } from '../../../src/config/text.js';
+import { escapeRefusedText, isDisplayText } from '../../../src/config/text.js';
 
 describe('isDisplayText', () => {
   test('controls, bidi and other format characters, line separators and unpaired surrogates are refused', () => {
@@ -56,5 +56,13 @@ describe('isDisplayText', () => {
       '',
     ])
       assert.equal(isDisplayText(v), true, v);
+  });
+
+  test('escapeRefusedText writes each refused character as an escape and leaves the rest', () => {
+    assert.equal(escapeRefusedText('Evil\u001b[2J\nrow\u202e'), 'Evil\\u001b[2J\\u000arow\\u202e');
+    assert.equal(escapeRefusedText('tag\u{e0041} lone\ud800'), 'tag\\u{e0041} lone\\ud800');
+    assert.equal(escapeRefusedText('Zürich 東京 🚀'), 'Zürich 東京 🚀');
+    for (const v of ['a\u0085b', 'a\u200db', 'a\ufeffb', '\udc00\ud800'])
+      assert.equal(isDisplayText(escapeRefusedText(v)), true, JSON.stringify(v));
   });
 });

@@ -339,7 +339,8 @@ describe('key file input: the admin API rules for scopes, names and labels', () 
     ]) {
       const text =
         `companies:\n  - id: a\n    tier: free\n    name: ${JSON.stringify(bad)}\n` +
-        `    keys:\n      - { id: k1, hash: ${hash(1)}, label: ${JSON.stringify(bad)} }\n`;
+        `    keys:\n      - { id: k1, hash: ${hash(1)}, label: ${JSON.stringify(bad)}, ` +
+        `prefix: ${JSON.stringify(bad)}, environment: ${JSON.stringify(bad)} }\n`;
       const r = parseKeyFile(text, tiers);
       assert.equal(r.ok, false, JSON.stringify(bad));
       const problems = r.ok ? '' : r.problems.join('\n');
@@ -348,7 +349,12 @@ describe('key file input: the admin API rules for scopes, names and labels', () 
         /^companies\.0\.name: must not contain control characters/m,
         JSON.stringify(bad),
       );
-      assert.match(problems, /^companies\.0\.keys\.0\.label: must not contain control/m, JSON.stringify(bad));
+      for (const field of ['label', 'prefix', 'environment'])
+        assert.match(
+          problems,
+          new RegExp(`^companies\\.0\\.keys\\.0\\.${field}: must not contain control`, 'm'),
+          `${field} ${JSON.stringify(bad)}`,
+        );
     }
     const fine = parseKeyFile(
       `companies:\n  - id: a\n    tier: free\n    name: "Zürich 東京 🚀"\n    keys:\n      - { id: k1, hash: ${hash(1)}, label: "CI — prod" }\n`,
