@@ -33,7 +33,12 @@ const textSchema = z
   .min(1)
   .max(200)
   .refine(isKeyFree, NOT_A_KEY)
-  .refine(isDisplayText, DISPLAY_TEXT_MESSAGE);
+  .refine(isDisplayText, DISPLAY_TEXT_MESSAGE)
+  .describe(
+    'Trimmed, 1-200 characters, no API key; no control characters (C0, DEL, C1), no invisible ' +
+      'format characters (bidi marks, overrides and isolates, zero-width characters, BOM), no line ' +
+      'or paragraph separator, no unpaired surrogate (400 naming the field)',
+  );
 const companyStatus = z.enum(['active', 'pending', 'suspended']);
 
 /** `POST /admin/v1/companies`. */

@@ -45,7 +45,8 @@ export const pathPrefixSchema = z
     isReachablePathPrefix,
     'must not hold an empty (//) or dot (., ..) segment: no request path the gateway accepts could match it',
   )
-  .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p));
+  .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p))
+  .describe('A path prefix: starts with /, plain URL path characters, no empty (//) or dot (., ..) segment');
 
 const method = z
   .string()
