@@ -5,7 +5,7 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
-import { ENVIRONMENT_PATTERN, hashApiKey } from './auth/api-key.js';
+import { ENVIRONMENT_PATTERN, hashApiKey, KEY_LIKE_PATTERN } from './auth/api-key.js';
 import { createKeyRecord } from './auth/key-record.js';
 import { maskUrlCredentials, maskUrlsInText, redactConfig } from './redact.js';
 import { isoSeconds } from './time.js';
@@ -22,6 +22,7 @@ import { isLoopbackName } from './admin/router.js';
 import { loadConfig, type LoadResult } from './config/load.js';
 import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
+import { DISPLAY_TEXT_MESSAGE, escapeRefusedText, isDisplayText } from './config/text.js';
 import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
@@ -30,7 +31,7 @@ import { tracingSettings } from './observability/tracing.js';
 import { createRedisClient } from './redis/connection.js';
 import { createStore, startGateway, type GatewayHandle } from './server.js';
 import { parseKeyFile } from './store/file-store.js';
-import type { KeyStore, RateWindow, Scope } from './store/types.js';
+import { ID_PATTERN, type KeyStore, type RateWindow, type Scope } from './store/types.js';
 import { USAGE_FIELDS } from './usage/counts.js';
 import { parseUsageRange, readUsage } from './usage/query.js';
 import { RedisUsageStore } from './usage/redis-usage-store.js';
@@ -347,10 +348,6 @@ function parseLimitsOption(v: string): { set: unknown } {
   return { set: windows };
 }
 
-// C0, DEL and C1 controls (ESC starts terminal escape sequences; CR and LF could forge rows).
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/g;
-
 /** What the file store puts where the key file says nothing (`createdAt` of companies). */
 const EPOCH = '1970-01-01T00:00:00Z';
 
@@ -373,8 +370,9 @@ const FILE_NOTES = {
 
 /**
  * Plain columns, two spaces apart, one row per line (kept hand-written rather than cli-table3:
- * docs/architecture.md, "CLI tables"). Control characters in a cell are shown escaped (`\u001b`):
- * a company name or label must not move the cursor, recolour the terminal or forge a row.
+ * docs/architecture.md, "CLI tables"). Control, bidi and other invisible format characters in a
+ * cell are shown escaped (`\u001b`, `\u202e`): a company name or label must not move the cursor,
+ * recolour the terminal, reorder text or forge a row.
  */
 function table(rows: object[], cols: string[]): string {
   if (rows.length === 0) return '(none)\n';
@@ -384,7 +382,9 @@ function table(rows: object[], cols: string[]): string {
       // The epoch only comes from a key file that does not say: "not recorded", not 1970.
       if (v === null || v === undefined || v === EPOCH) return '-';
       if (Array.isArray(v)) return formatList(c, v);
-      return String(v).replace(CONTROL_CHARS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      // Controls (ESC starts terminal escapes; CR and LF could forge rows), bidi and other invisible
+      // format characters, unpaired surrogates: escaped (stored before the rule, or by another store).
+      return escapeRefusedText(String(v));
     }),
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
@@ -642,6 +642,17 @@ keys
   .action((o: { environment: string; id?: string; label?: string; json?: boolean }) => {
     if (!ENVIRONMENT_PATTERN.test(o.environment))
       fatal('--environment must be 2-16 lowercase letters or digits', EXIT_USAGE);
+    // What the key file will accept (the admin API's rules): the printed entry must load as is.
+    if (o.id !== undefined && (!ID_PATTERN.test(o.id) || KEY_LIKE_PATTERN.test(o.id)))
+      fatal(
+        '--id: must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+        EXIT_USAGE,
+      );
+    if (o.label !== undefined) {
+      if (o.label.length > 200) fatal('--label: at most 200 characters', EXIT_USAGE);
+      if (KEY_LIKE_PATTERN.test(o.label)) fatal('--label: must not contain an API key', EXIT_USAGE);
+      if (!isDisplayText(o.label)) fatal(`--label: ${DISPLAY_TEXT_MESSAGE}`, EXIT_USAGE);
+    }
     // No company yet: the operator places the entry under its company in the key file.
     const { key, record } = createKeyRecord({
       companyId: '',
@@ -659,8 +670,11 @@ keys
       createdAt: record.createdAt,
     };
     if (o.json) return void process.stdout.write(JSON.stringify({ key, ...entry }, null, 2) + '\n');
+    // The label is free text (`#`, `: `, a leading `-` mean something in YAML): written quoted.
     const yaml = Object.entries(entry)
-      .map(([k, v], i) => `${i === 0 ? '      - ' : '        '}${k}: ${v}`)
+      .map(
+        ([k, v], i) => `${i === 0 ? '      - ' : '        '}${k}: ${k === 'label' ? JSON.stringify(v) : v}`,
+      )
       .join('\n');
     process.stdout.write(
       `${key}\n\nHand this key to the company now: it is not stored anywhere and not shown again.\n` +
@@ -684,9 +698,12 @@ program
   .option('--company <id>')
   .option('--limit <n>', 'entries', parsePositive, 50)
   .option('--json')
-  .action((o: { company?: string; limit: number; json?: boolean }) =>
-    withService(
-      (s) => s.readAudit({ limit: o.limit, ...(o.company ? { companyId: o.company } : {}) }),
+  .action((o: { company?: string; limit: number; json?: boolean }) => {
+    // An empty or malformed id is refused, not read as "every company" (as on the admin API).
+    if (o.company !== undefined && !ID_PATTERN.test(o.company))
+      fatal('--company: must be a company id (1-64 letters, digits, ".", "_" or "-")', EXIT_USAGE);
+    return withService(
+      (s) => s.readAudit({ limit: o.limit, ...(o.company !== undefined ? { companyId: o.company } : {}) }),
       (es) =>
         table(
           es.map((e) => ({ ...e, details: e.details ? JSON.stringify(e.details) : null })),
@@ -694,8 +711,8 @@ program
         ),
       !!o.json,
       FILE_NOTES.audit,
-    ),
-  );
+    );
+  });
 
 // ---- usage: read from Redis (the store's, or rateLimit.redisUrl); in-memory counts live in the gateway
 program

@@ -68,8 +68,10 @@ function generate(): OpenApiDocument {
         '`ADMIN_NOT_FOUND` for any role. A method a path does not serve, `OPTIONS` included, is 405 ' +
         '`ADMIN_METHOD_NOT_ALLOWED` with `Allow`. There is no CORS: the console is same-origin, and a ' +
         'request carrying another `Origin` (a preflight included) is 403 `ADMIN_BROWSER_REQUEST`. ' +
-        'Bodies are `application/json` only (any case, parameters allowed; `application/*+json` is ' +
-        'refused, 415), and an operation that needs a body answers 400 naming what is missing without one.',
+        'Bodies are `application/json` only (any case, parameters allowed, a `charset` only `utf-8`; ' +
+        '`application/*+json` is refused, 415), and an operation that needs a body answers 400 naming what is missing without one. ' +
+        'Under /admin/v1, each query parameter an operation lists at most once, as `name=value`; a repeated ' +
+        'or bracketed one (`companyId[]=x`) or one it does not list is 400 `ADMIN_INVALID_REQUEST` naming it.',
     },
     security: [{ adminToken: [] }],
   });

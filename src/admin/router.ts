@@ -10,7 +10,15 @@ import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from
 import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
 import { adminIdentities, hasRole, identify, type AdminIdentity, type AdminTokenEntry } from './roles.js';
-import { ADMIN_OPERATIONS, allowedMethods, missingBodyDetails, type AdminOperation } from './schemas.js';
+import {
+  ADMIN_OPERATIONS,
+  allowedMethods,
+  auditQuerySchema,
+  findQueryProblems,
+  isQueryChecked,
+  missingBodyDetails,
+  type AdminOperation,
+} from './schemas.js';
 import { queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
@@ -124,6 +132,7 @@ function guard(method: AdminOperation['method'], path: string): RequestHandler<R
   if (!op) throw new Error(`admin route ${method.toUpperCase()} ${path} is not in ADMIN_OPERATIONS`);
   const need = op.role;
   const missing = op.body ? missingBodyDetails(op.body) : '';
+  const queryNames = isQueryChecked(op) ? Object.keys(op.query?.shape ?? {}) : null;
   return function adminGuard(req, res, next) {
     if (need !== 'none') {
       const who = res.locals.admin as AdminIdentity;
@@ -133,6 +142,11 @@ function guard(method: AdminOperation['method'], path: string): RequestHandler<R
           'ADMIN_FORBIDDEN',
           `this route needs the ${need} role; this token has ${who.role}`,
         );
+    }
+    // Each declared parameter once, as name=value; anything else is refused, never ignored.
+    if (queryNames) {
+      const problems = findQueryProblems(req.query as Record<string, unknown>, queryNames);
+      if (problems.length) return sendError(res, 'ADMIN_INVALID_REQUEST', problems.join('; '));
     }
     if (op.body) {
       // The body must be a JSON object. Absent (or empty) where one is required: 400 naming what
@@ -178,14 +192,23 @@ function hasBody(req: { headers: express.Request['headers'] }): boolean {
 }
 
 /**
- * Whether a `Content-Type` is `application/json`: exactly that media type, in any case, with or
- * without parameters (`; charset=utf-8`). Not `application/json-patch+json`, `application/jsonx`
- * or any other `application/*+json`: the admin API parses plain JSON only, so those are 415.
+ * Whether a `Content-Type` is `application/json` in UTF-8: exactly that media type, in any case,
+ * with or without parameters; a `charset` parameter, if there is one, must be `utf-8` (any case,
+ * quoted or not) and given once. Not `application/json-patch+json`, `application/jsonx` or any
+ * other `application/*+json`: the admin API parses plain JSON only, so those are 415. Nor
+ * `charset=utf-16` (or `utf-32`, `utf-7`, `utf8`, `iso-8859-1`, an empty one): JSON is UTF-8 (RFC
+ * 8259 §8.1), and a body declared otherwise is refused rather than read as something it is not.
  */
 export function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
+  const [type = '', ...params] = contentType.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  const charsets = params.filter((p) => p.split('=')[0]!.trim().toLowerCase() === 'charset');
+  if (charsets.length === 0) return true;
+  if (charsets.length > 1) return false;
+  const value = charsets[0]!.slice(charsets[0]!.indexOf('=') + 1).trim();
+  const unquoted = /^"(.*)"$/.exec(value)?.[1] ?? value;
+  return unquoted.toLowerCase() === 'utf-8';
 }
 
 /**
@@ -282,13 +305,22 @@ function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null):
     reply(res, await service.rotateKey(req.params.keyId!, bodyOrEmpty(req, res), actorOf(res)), 201, true),
   );
   r.get('/audit', v1('get', '/audit'), async (req, res) => {
-    const limit: unknown = req.query.limit; // validated by the service: 400 naming `limit`
-    const companyId = typeof req.query.companyId === 'string' ? req.query.companyId : undefined;
+    // Each at most once, as a string (the guard checked); the limit's value by the service.
+    const limit: unknown = req.query.limit;
+    const companyId = req.query.companyId as string | undefined;
+    // An empty or malformed company id is refused, not read as "every company".
+    const idProblem = auditQuerySchema.shape.companyId.safeParse(companyId);
+    if (!idProblem.success)
+      return sendError(
+        res,
+        'ADMIN_INVALID_REQUEST',
+        `companyId: ${idProblem.error.issues[0]?.message ?? ''}`,
+      );
     reply(
       res,
       await service.readAudit({
         ...(limit !== undefined ? { limit } : {}),
-        ...(companyId ? { companyId } : {}),
+        ...(companyId !== undefined ? { companyId } : {}),
       }),
     );
   });

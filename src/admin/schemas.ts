@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { scopeListSchema, windowListSchema } from '../config/limits.js';
+import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
 import type { ErrorCode } from '../errors.js';
 import { requiredRole, type AdminRole } from './roles.js';
 import { ID_PATTERN } from '../store/types.js';
@@ -20,12 +21,24 @@ const timestamp = z
 // An API key pasted into the wrong field must not be stored, listed, audited or echoed.
 const NOT_A_KEY = 'must not contain an API key';
 const isKeyFree = (v: string) => !KEY_LIKE_PATTERN.test(v);
-const idSchema = z
+const ID_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit';
+const idSchema = z.string().regex(ID_PATTERN, ID_MESSAGE).refine(isKeyFree, NOT_A_KEY);
+/**
+ * Free text (names, labels): trimmed, 1-200 characters, never holding a key, and no control,
+ * invisible format or unpaired surrogate character (`isDisplayText`; the key file has the same rule).
+ */
+const textSchema = z
   .string()
-  .regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
-  .refine(isKeyFree, NOT_A_KEY);
-/** Free text (names, labels): trimmed, 1-200 characters, never holding a key. */
-const textSchema = z.string().trim().min(1).max(200).refine(isKeyFree, NOT_A_KEY);
+  .trim()
+  .min(1)
+  .max(200)
+  .refine(isKeyFree, NOT_A_KEY)
+  .refine(isDisplayText, DISPLAY_TEXT_MESSAGE)
+  .describe(
+    'Trimmed, 1-200 characters, no API key; no control characters (C0, DEL, C1), no invisible ' +
+      'format characters (bidi marks, overrides and isolates, zero-width characters, BOM), no line ' +
+      'or paragraph separator, no unpaired surrogate (400 naming the field)',
+  );
 const companyStatus = z.enum(['active', 'pending', 'suspended']);
 
 /** `POST /admin/v1/companies`. */
@@ -94,10 +107,13 @@ export const keyRotateSchema = z
   })
   .strict();
 
-/** `GET /admin/v1/audit` query: `limit` is clamped to 1-1000 (default 100). */
+/**
+ * `GET /admin/v1/audit` query: `limit` is clamped to 1-1000 (default 100); `companyId` a company
+ * id. Like every admin query, each parameter at most once, as `name=value` (`findQueryProblems`).
+ */
 export const auditQuerySchema = z.object({
   limit: z.coerce.number().int().optional(),
-  companyId: z.string().optional(),
+  companyId: z.string().regex(ID_PATTERN, ID_MESSAGE).optional(),
 });
 
 // ---- answers (strict: a field the document does not name, such as a key hash, fails the check)
@@ -182,6 +198,34 @@ export const auditEntrySchema = z
     details: z.record(z.unknown()).optional(),
   })
   .strict();
+
+/**
+ * What is wrong with a request's query string (empty when nothing): every parameter must be one of
+ * `declared` (the operation's `query`; none for most), given once, as `name=value`. A repeated
+ * parameter (`companyId=a&companyId=b`), a bracket form (`companyId[]=a`, `limit[x]=1`) or any
+ * other shape that does not parse to one string is refused rather than one value picked or the
+ * filter dropped; an unknown parameter rather than ignored. Each problem names the parameter; a
+ * name that looks like a key, or is not a plain name, is not echoed.
+ */
+export function findQueryProblems(query: Record<string, unknown>, declared: readonly string[]): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(query)) {
+    const bracket = name.indexOf('[');
+    const base = bracket > 0 ? name.slice(0, bracket) : name;
+    const shown = isShownName(base) ? base : '(a name that is not shown)';
+    if (!declared.includes(base))
+      problems.push(
+        `${shown}: not a query parameter of this operation (${declared.length ? `it takes ${declared.join(', ')}` : 'it takes none'})`,
+      );
+    else if (bracket > 0 || typeof value !== 'string')
+      problems.push(`${shown}: must be given once, as ${shown}=value`);
+  }
+  return problems;
+}
+
+function isShownName(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,32}$/.test(name) && !KEY_LIKE_PATTERN.test(name);
+}
 
 /** `GET /admin/v1/companies/:id/usage` query (rules in src/usage/query.ts: 400 naming the parameter). */
 export const usageQuerySchema = z.object({
@@ -455,11 +499,27 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       errors: [],
     },
   ] satisfies AdminOperation[]
-).map((op) => ({
-  ...op,
-  // The probes are served before the token check; every other role comes from ADMIN_ROUTE_ROLES.
-  role: op.role === 'none' ? op.role : requiredRole(op.method.toUpperCase(), op.path),
-}));
+).map((op): AdminOperation => {
+  const errors: readonly ErrorCode[] = op.errors;
+  return {
+    ...op,
+    // The probes are served before the token check; every other role comes from ADMIN_ROUTE_ROLES.
+    role: op.role === 'none' ? op.role : requiredRole(op.method.toUpperCase(), op.path),
+    // Every /admin/v1 operation checks its query string (`findQueryProblems`): 400 when it is off.
+    errors:
+      isQueryChecked(op) && !errors.includes('ADMIN_INVALID_REQUEST')
+        ? [...errors, 'ADMIN_INVALID_REQUEST']
+        : errors,
+  };
+});
+
+/**
+ * Whether an operation refuses query parameters it does not declare (`findQueryProblems`): every
+ * `/admin/v1` one. Not `/metrics` and the probes: scrapers and probes may add their own.
+ */
+export function isQueryChecked(op: Pick<AdminOperation, 'path'>): boolean {
+  return op.path.startsWith(`${V1}/`);
+}
 
 /** The operation serving `method` on a concrete path (no query), or undefined. */
 export function findAdminOperation(method: string, path: string): AdminOperation | undefined {

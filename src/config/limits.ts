@@ -22,10 +22,31 @@ export const windowListSchema = z
   .max(8, 'at most 8 windows')
   .refine((l) => new Set(l.map((w) => w.duration)).size === l.length, 'two windows have the same duration');
 
-const pathPrefix = z
+/**
+ * Whether a path prefix (in the plain characters `pathPrefixSchema` allows) is one a request can
+ * reach: no empty segment (`//`) and no segment of dots only (`.`, `..`, `...`). The gateway
+ * refuses such request targets (`isSafeRequestPath` in src/proxy/routes.ts, the same rule for
+ * these characters), so a route or scope path holding one could never match anything.
+ */
+export function isReachablePathPrefix(p: string): boolean {
+  return !p.includes('//') && !/\/\.+(?:\/|$)/.test(p);
+}
+
+/**
+ * A route prefix or scope path: `/` and URL path characters (no `%`, `\`, `;` or non-ASCII: a
+ * percent-encoded spelling would never match the raw path), no empty or dot segment, stored
+ * without a trailing `/`. The config's `routes[].prefix` and every scope (admin API, CLI, key
+ * file, apply) use this one schema.
+ */
+export const pathPrefixSchema = z
   .string()
-  .regex(/^\/[A-Za-z0-9._~\-/]*$/, 'must start with / and hold only URL path characters')
-  .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p));
+  .regex(/^\/[A-Za-z0-9._~\-/]*$/, 'must start with / and hold only URL path characters (no %, \\ or ;)')
+  .refine(
+    isReachablePathPrefix,
+    'must not hold an empty (//) or dot (., ..) segment: no request path the gateway accepts could match it',
+  )
+  .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p))
+  .describe('A path prefix: starts with /, plain URL path characters, no empty (//) or dot (., ..) segment');
 
 const method = z
   .string()
@@ -36,14 +57,14 @@ const method = z
 /** One scope: a route prefix, optionally some methods and some path prefixes under it. */
 export const scopeSchema = z
   .object({
-    route: pathPrefix,
+    route: pathPrefixSchema,
     methods: z
       .array(method)
       .min(1, 'list at least one method, or leave methods out')
       .max(16)
       .refine((l) => new Set(l).size === l.length, 'lists a method twice')
       .optional(),
-    paths: z.array(pathPrefix).min(1, 'list at least one path, or leave paths out').max(64).optional(),
+    paths: z.array(pathPrefixSchema).min(1, 'list at least one path, or leave paths out').max(64).optional(),
   })
   .strict();
 

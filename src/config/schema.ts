@@ -1,6 +1,6 @@
 import { METHODS } from 'node:http';
 import { z } from 'zod';
-import { MAX_WINDOW_SECONDS, windowListSchema } from './limits.js';
+import { MAX_WINDOW_SECONDS, pathPrefixSchema, windowListSchema } from './limits.js';
 
 /** Header names are compared case-insensitively and `_`/`-` alike, so they are stored normalised. */
 const headerName = z
@@ -55,10 +55,7 @@ export const tierSchema = z
   }));
 
 export const routeSchema = z.object({
-  prefix: z
-    .string()
-    .regex(/^\/[A-Za-z0-9._~\-/]*$/, 'must start with / and hold only URL path characters')
-    .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p)),
+  prefix: pathPrefixSchema,
   target: url,
   /** Overrides `upstream.timeoutMs` for this route. */
   timeoutMs: z.coerce.number().int().min(1).max(3_600_000).optional(),

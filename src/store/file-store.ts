@@ -2,6 +2,7 @@ import { readFileSync, stat, statSync, type Stats } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { findScopeProblems, scopeListSchema, windowListSchema, type ScopeRoute } from '../config/limits.js';
+import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
 import { MemoryKeyStore } from './memory-store.js';
 import { maskKeyMaterial } from '../redact.js';
 import { INSTANT_MESSAGE, isoSeconds, parseInstant } from '../time.js';
@@ -27,6 +28,13 @@ const timestamp = z
   // A real instant, not only the shape: `2027-02-30T00:00:00Z` would otherwise never apply.
   .pipe(z.string().refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE));
 
+/**
+ * Text shown in lists, tables and logs (names, labels, prefixes, environments): the admin API's
+ * character rule (config/text.ts), `min` to `max` characters.
+ */
+const displayText = (min: number, max = 200) =>
+  z.string().min(min).max(max).refine(isDisplayText, DISPLAY_TEXT_MESSAGE);
+
 const fileKeySchema = z
   .object({
     id,
@@ -36,9 +44,9 @@ const fileKeySchema = z
       .pipe(
         z.string().regex(HASH_PATTERN, 'must be the 64-hex SHA-256 printed by `notify-gateway keys hash`'),
       ),
-    prefix: z.string().max(32).optional(),
-    label: z.string().max(200).optional(),
-    environment: z.string().max(16).optional(),
+    prefix: displayText(0, 32).optional(),
+    label: displayText(0).optional(),
+    environment: displayText(0, 16).optional(),
     createdAt: timestamp.optional(),
     expiresAt: timestamp.optional(),
     revokedAt: timestamp.optional(),
@@ -50,7 +58,7 @@ const fileKeySchema = z
 const fileCompanySchema = z
   .object({
     id,
-    name: z.string().min(1).max(200).optional(),
+    name: displayText(1).optional(),
     tier: z.string().min(1),
     status: z.enum(['active', 'pending', 'suspended']).default('active'),
     apiAccess: z.boolean().default(true),

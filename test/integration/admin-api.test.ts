@@ -390,6 +390,25 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     for (const gw of [a, b])
       for (const p of plaintexts) assert.ok(!gw.logText().includes(p), 'a key in the log');
   });
+
+  test('audit filters: given twice, as an array or unknown, 400 naming them; never the whole trail', async () => {
+    const [company] = (await api('GET', '/admin/v1/audit?limit=1')).list;
+    const id = String(company?.companyId);
+    const one = await api('GET', `/admin/v1/audit?companyId=${id}&limit=1000`);
+    assert.equal(one.status, 200);
+    assert.ok(one.list.length > 0 && one.list.every((e) => e.companyId === id), 'the filter applies');
+    for (const [q, name] of [
+      [`companyId[]=${id}`, 'companyId'],
+      [`companyId=${id}&companyId=other`, 'companyId'],
+      ['companyId=', 'companyId'],
+      ['limit[]=5', 'limit'],
+      [`company=${id}`, 'company'],
+    ] as const) {
+      const r = await api('GET', `/admin/v1/audit?${q}`);
+      assert.equal(r.status, 400, `${q}: ${r.text}`);
+      assert.match(String(r.body.details), new RegExp(`^${name}: `), q);
+    }
+  });
 });
 
 describe('exposed keys with exposedKeys: revoke', () => {

@@ -186,6 +186,201 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     }
   });
 
+  test('application/json with a charset other than UTF-8 is 415, in any spelling; nothing is created', async () => {
+    const json = '{"id":"charset-co"}';
+    for (const type of [
+      'application/json; charset=utf-16',
+      'application/json; charset=UTF-16LE',
+      'application/json; charset="utf-16"',
+      'application/json;charset=utf-32',
+      'application/json; charset=utf-7',
+      'application/json; charset=utf8',
+      'application/json; charset=iso-8859-1',
+      'application/json; charset=us-ascii',
+      'application/json; charset=""',
+      'application/json; charset=',
+      'application/json; charset=utf-8; charset=utf-16',
+      'application/json; CHARSET=Utf-16',
+    ]) {
+      const r = await call('POST', '/admin/v1/companies', { headers: { 'Content-Type': type }, body: json });
+      assert.deepEqual(
+        [r.status, r.body],
+        [415, { error: 'Unsupported Media Type', details: 'Content-Type must be application/json' }],
+        type,
+      );
+    }
+    assert.equal((await as.root('GET', '/admin/v1/companies/charset-co')).status, 404, 'nothing was created');
+    // UTF-8 in any case, quoted or not, and other parameters, are read.
+    let n = 0;
+    for (const type of [
+      'application/json; charset=UTF-8',
+      'application/json; charset="utf-8"',
+      'application/json; Charset=Utf-8; foo=bar',
+    ]) {
+      const r = await call('POST', '/admin/v1/companies', {
+        headers: { 'Content-Type': type },
+        body: JSON.stringify({ id: `charset-${++n}` }),
+      });
+      assert.equal(r.status, 201, `${type}: ${r.text}`);
+    }
+  });
+
+  test('query parameters: repeated, array-shaped or unknown ones are 400 naming them; nothing is ignored', async () => {
+    const cases: [string, string][] = [
+      ['/admin/v1/audit?companyId[]=acme', 'companyId'],
+      ['/admin/v1/audit?companyId%5B%5D=acme', 'companyId'],
+      ['/admin/v1/audit?companyId=acme&companyId=other', 'companyId'],
+      ['/admin/v1/audit?companyId[x]=acme', 'companyId'],
+      ['/admin/v1/audit?limit[]=5', 'limit'],
+      ['/admin/v1/audit?limit=1&limit=2', 'limit'],
+      ['/admin/v1/audit?company=acme', 'company'],
+      ['/admin/v1/audit?companyId=', 'companyId'],
+      ['/admin/v1/audit?companyId=a%20b', 'companyId'],
+      ['/admin/v1/companies/acme/usage?granularity=day&granularity=hour', 'granularity'],
+      ['/admin/v1/companies/acme/usage?from[]=2026-01-01', 'from'],
+      ['/admin/v1/companies/acme/usage?granularit=day', 'granularit'],
+      ['/admin/v1/companies?limit=1', 'limit'],
+      ['/admin/v1/companies?status=suspended', 'status'],
+      ['/admin/v1/companies/acme?x=1', 'x'],
+      ['/admin/v1/companies/acme/keys?status=active', 'status'],
+      [`/admin/v1/keys/${keyId}?x=1`, 'x'],
+      ['/admin/v1/openapi.json?format=yaml', 'format'],
+    ];
+    for (const who of EVERY_ROLE) {
+      for (const [path, name] of cases) {
+        const r = await call('GET', path, { who });
+        assert.equal(r.status, 400, `${who} ${path}: ${r.text}`);
+        assert.equal(r.body.error, 'Bad Request', path);
+        assert.ok(
+          String(r.body.details).startsWith(`${name}: `) || String(r.body.details).includes(` ${name}`),
+          `${path}: ${r.body.details}`,
+        );
+      }
+    }
+    // Writes too: a query string on a POST, PATCH or DELETE is refused before anything changes.
+    const del = await call('DELETE', `/admin/v1/keys/${keyId}?force=1`);
+    assert.equal(del.status, 400, del.text);
+    assert.equal((await as.root('GET', `/admin/v1/keys/${keyId}`)).body.status, 'active', 'not revoked');
+    const post = await as.root('POST', '/admin/v1/companies?dryRun=1', { id: 'query-co' });
+    assert.equal(post.status, 400, post.text);
+    assert.equal((await as.root('GET', '/admin/v1/companies/query-co')).status, 404, 'not created');
+    // A name that looks like a key is not echoed.
+    const pasted = await call('GET', '/admin/v1/audit?nk_live_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=1');
+    assert.equal(pasted.status, 400);
+    assert.doesNotMatch(pasted.text, /nk_live/);
+    // The documented parameters, each given once, still answer.
+    assert.equal((await call('GET', '/admin/v1/audit?companyId=acme&limit=5')).status, 200);
+    assert.equal((await call('GET', '/admin/v1/companies')).status, 200);
+    assert.equal((await call('GET', '/admin/v1/companies?')).status, 200);
+  });
+
+  test('scope paths that no safe request path can match are 400 naming the field, on create and patch', async () => {
+    const paths = [
+      '/notify/v1/../media',
+      '/notify/v1/./otps',
+      '/notify/v1/..',
+      '/notify/v1/.',
+      '/notify/v1/...',
+      '/notify/v1//otps',
+      '/notify/v1/%2e%2e/media',
+      '/notify/v1/%2E/otps',
+      '/notify/v1/otps%2fx',
+      '/notify/v1\\..\\media',
+      '/notify/v1/ｏtps',
+      '//notify/v1',
+    ];
+    for (const p of paths) {
+      const scopes = [{ route: '/notify/v1', paths: [p] }];
+      const created = await as.root('POST', '/admin/v1/companies', { id: 'scope-co', scopes });
+      assert.equal(created.status, 400, `${p}: ${created.text}`);
+      assert.match(String(created.body.details), /^scopes\.0\.paths\.0: /, p);
+      const patched = await as.root('PATCH', '/admin/v1/companies/acme', { scopes });
+      assert.equal(patched.status, 400, `${p}: ${patched.text}`);
+      assert.match(String(patched.body.details), /^scopes\.0\.paths\.0: /, p);
+      const key = await as.root('PATCH', `/admin/v1/keys/${keyId}`, { scopes });
+      assert.equal(key.status, 400, `${p}: ${key.text}`);
+      assert.match(String(key.body.details), /^scopes\.0\.paths\.0: /, p);
+    }
+    const route = await as.root('POST', '/admin/v1/companies', {
+      id: 'scope-co',
+      scopes: [{ route: '/notify/v1/..' }],
+    });
+    assert.equal(route.status, 400, route.text);
+    assert.match(String(route.body.details), /^scopes\.0\.route: /);
+    // Nothing changed.
+    assert.equal((await as.root('GET', '/admin/v1/companies/scope-co')).status, 404);
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.scopes, null);
+    assert.equal((await as.root('GET', `/admin/v1/keys/${keyId}`)).body.scopes, null);
+    // Dots inside a segment are fine.
+    const fine = await as.root('POST', '/admin/v1/companies', {
+      id: 'scope-co',
+      scopes: [
+        { route: '/notify/v1', paths: ['/notify/v1/otps.v2', '/notify/v1/.well-known', '/notify/v1/a..b/'] },
+      ],
+    });
+    assert.equal(fine.status, 201, fine.text);
+  });
+
+  test('names and labels: control, bidi, zero-width and unpaired surrogate characters are 400 naming the field', async () => {
+    const bad = [
+      'line\nbreak',
+      'tab\there',
+      'nul\u0000',
+      'esc\u001b[31m',
+      'del\u007f',
+      'c1\u0085',
+      'c1\u009b',
+      'rlo\u202egnp.exe',
+      'lre\u202a',
+      'lrm\u200e',
+      'rlm\u200f',
+      'isolate\u2066x\u2069',
+      'zero\u200bwidth',
+      'joiner\u200d',
+      'bom\ufeffx',
+      'ls\u2028x',
+      'lone \ud800',
+      'lone \udc00',
+      'reversed \udc00\ud800',
+    ];
+    for (const text of bad) {
+      // JSON.stringify writes control characters and unpaired surrogates as \u escapes.
+      const where = JSON.stringify(text);
+      const created = await as.root('POST', '/admin/v1/companies', { id: 'text-co', name: text });
+      assert.equal(created.status, 400, `${where}: ${created.text}`);
+      assert.match(String(created.body.details), /^name: /, where);
+      const patched = await as.root('PATCH', '/admin/v1/companies/acme', { name: text });
+      assert.equal(patched.status, 400, `${where}: ${patched.text}`);
+      assert.match(String(patched.body.details), /^name: /, where);
+      const key = await as.root('POST', '/admin/v1/companies/acme/keys', { label: text });
+      assert.equal(key.status, 400, `${where}: ${key.text}`);
+      assert.match(String(key.body.details), /^label: /, where);
+      const rotated = await as.root('POST', `/admin/v1/keys/${keyId}/rotate`, { label: text });
+      assert.equal(rotated.status, 400, `${where}: ${rotated.text}`);
+      assert.match(String(rotated.body.details), /^label: /, where);
+    }
+    // Nothing changed: no company, the name as it was, no new key, the key not rotated.
+    assert.equal((await as.root('GET', '/admin/v1/companies/text-co')).status, 404);
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.name, 'acme');
+    const key = await as.root('GET', `/admin/v1/keys/${keyId}`);
+    assert.equal(key.body.rotatedTo, null);
+    // Letters of any script, emoji (a surrogate pair), spaces and punctuation are fine.
+    const fine = await as.root('POST', '/admin/v1/companies', {
+      id: 'text-co',
+      name: 'Acme GmbH — Zürich, 東京 & שלום 🚀',
+    });
+    assert.equal(fine.status, 201, fine.text);
+  });
+
+  test('company ids are case-sensitive: ACME and acme are two companies (README, "Admin API")', async () => {
+    const upper = await as.root('POST', '/admin/v1/companies', { id: 'ACME' });
+    assert.equal(upper.status, 201, upper.text);
+    assert.equal((await as.root('GET', '/admin/v1/companies/ACME')).body.id, 'ACME');
+    assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.id, 'acme');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    assert.match(readme, /ids are `[^`]+` and\s+\*\*case-sensitive\*\*: `ACME` and `acme` are two companies/);
+  });
+
   test('an unknown admin path is 404 for every role, 401 without a token', async () => {
     for (const path of [
       '/admin/v1/nothing-here',

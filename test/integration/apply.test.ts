@@ -282,4 +282,23 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     assert.match(r.stderr, /scopes\.0\.route: not a configured route prefix/);
     assert.equal(await snapshot(client), before);
   });
+
+  test('a name, label or scope path the admin API would refuse: exit 2 naming each, nothing changed', async () => {
+    await t.gw.usage?.recorder.flush();
+    const before = await snapshot(client);
+    const k = newKey('sigma-1');
+    const r = await apply(
+      write(
+        'bad-text.yaml',
+        'companies:\n  - id: sigma\n    tier: free\n    name: "Sigma\\u202e"\n' +
+          '    scopes: [{ route: /notify/v1, paths: [/notify/v1/../media] }]\n' +
+          `    keys:\n      - { id: ${k.id}, hash: ${k.hash}, label: "line\\nbreak" }\n`,
+      ),
+    );
+    assert.equal(r.code, 2, r.stdout);
+    assert.match(r.stderr, /companies\.0\.name: must not contain control characters/);
+    assert.match(r.stderr, /companies\.0\.keys\.0\.label: must not contain control characters/);
+    assert.match(r.stderr, /companies\.0\.scopes\.0\.paths\.0: must not hold an empty/);
+    assert.equal(await snapshot(client), before);
+  });
 });

@@ -5,6 +5,8 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashApiKey } from '../../src/auth/api-key.js';
+import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
+import { RedisKeyStore } from '../../src/store/redis-store.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 // The shipped bin, as users run it (`npm test` builds first).
@@ -222,6 +224,81 @@ describe('CLI', () => {
       assert.match(r.stderr, /--expires-at: must be a real UTC instant/, at);
     }
     assert.match((await cli(['keys', 'list', 'ts-cli'], env)).stdout, /\(none\)/);
+  });
+
+  test('names, labels, scopes and ids by the admin API rules: exit 2 naming the option, nothing changed', async () => {
+    assert.equal((await cli(['companies', 'create', 'txt-cli', '--tier', 'free'], env)).code, 0);
+    for (const bad of ['a\nb', 'a\u001b[31mb', 'a\u202eb', 'a\u200bb', 'a\u0085b']) {
+      const co = await cli(['companies', 'create', 'txt-cli-2', '--tier', 'free', '--name', bad], env);
+      assert.equal(co.code, 2, JSON.stringify(bad));
+      assert.match(co.stderr, /--name: must not contain control characters/, JSON.stringify(bad));
+      const up = await cli(['companies', 'update', 'txt-cli', '--name', bad], env);
+      assert.equal(up.code, 2, JSON.stringify(bad));
+      const key = await cli(['keys', 'create', 'txt-cli', '--label', bad], env);
+      assert.equal(key.code, 2, JSON.stringify(bad));
+      assert.match(key.stderr, /--label: must not contain control characters/, JSON.stringify(bad));
+      const gen = await cli(['keys', 'generate', '--label', bad], {});
+      assert.equal(gen.code, 2, JSON.stringify(bad));
+      assert.match(gen.stderr, /--label: must not contain control characters/);
+    }
+    const scopes = '[{"route":"/notify/v1","paths":["/notify/v1/../media"]}]';
+    const sc = await cli(['companies', 'update', 'txt-cli', '--scopes', scopes], env);
+    assert.equal(sc.code, 2, sc.stderr);
+    assert.match(sc.stderr, /scopes\.0\.paths\.0: must not hold an empty/);
+    assert.equal((await cli(['companies', 'get', 'txt-cli-2'], env)).code, 1, 'not created');
+    const got = JSON.parse((await cli(['companies', 'get', 'txt-cli', '--json'], env)).stdout) as {
+      name: string;
+      scopes: unknown;
+    };
+    assert.deepEqual([got.name, got.scopes], ['txt-cli', null]);
+    assert.match((await cli(['keys', 'list', 'txt-cli'], env)).stdout, /\(none\)/);
+    // keys generate: an id the key file would refuse, and an empty audit filter.
+    for (const id of ['a b', '-x', 'x/y', ''])
+      assert.equal((await cli(['keys', 'generate', '--id', id], {})).code, 2, id);
+    const audit = await cli(['audit', '--company', ''], env);
+    assert.equal(audit.code, 2, audit.stdout);
+    assert.match(audit.stderr, /--company: must be a company id/);
+  });
+
+  test('a name stored before the character rule is shown escaped: no control character reaches the terminal', async () => {
+    // Written straight to the store, as the admin API accepted it before names were checked.
+    const cfg = { url: redis.url, keyPrefix: 'ng:', commandTimeoutMs: 1000, connectTimeoutMs: 2000 };
+    const client = createRedisClient(cfg);
+    const subscriber = createRedisClient(cfg);
+    assert.ok(await waitForReady(client, 3000), 'redis client did not become ready');
+    const store = new RedisKeyStore(client, subscriber, 'ng:');
+    const at = '2026-01-01T00:00:00Z';
+    await store.createCompany({
+      id: 'evil-old',
+      name: 'Evil\u001b[2J\nforged  row\u202e',
+      tier: 'free',
+      status: 'active',
+      apiAccess: true,
+      createdAt: at,
+      updatedAt: at,
+      scopes: null,
+      limits: null,
+    });
+    await store.close();
+    const r = await cli(['companies', 'get', 'evil-old'], env);
+    assert.equal(r.code, 0, r.stderr);
+    // eslint-disable-next-line no-control-regex
+    assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(r.stdout), 'a control character reached the terminal');
+    assert.ok(r.stdout.includes('Evil\\u001b[2J\\u000aforged  row\\u202e'), r.stdout);
+    assert.equal(r.stdout.split('\n').length, 3, 'header, one row, final newline');
+  });
+
+  test('keys generate: a label YAML would misread is printed quoted, and loads as given', async () => {
+    const label = '#ops: nightly - backup';
+    const r = await cli(['keys', 'generate', '--label', label], {});
+    assert.equal(r.code, 0, r.stderr);
+    const entry = r.stdout.slice(r.stdout.indexOf('      - id:'));
+    const dir = mkdtempSync(join(tmpdir(), 'ng-gen-'));
+    writeFileSync(join(dir, 'keys.yaml'), `companies:\n  - id: acme\n    tier: free\n    keys:\n${entry}`);
+    writeFileSync(join(dir, 'gateway.yaml'), 'store: { type: file, file: { path: keys.yaml } }\n');
+    const check = await cli(['keys', 'list', 'acme', '--json', '--config', join(dir, 'gateway.yaml')], {});
+    assert.equal(check.code, 0, check.stderr);
+    assert.equal((JSON.parse(check.stdout) as { label: string }[])[0]!.label, label);
   });
 
   test('keys hash: stdin → the SHA-256 the file store expects', async () => {

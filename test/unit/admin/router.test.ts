@@ -96,8 +96,31 @@ describe('isJsonMediaType', () => {
       'application/json;charset="UTF-8"',
       ' application/json ; charset=utf-8',
       'application/json;',
+      'application/json; Charset=Utf-8; foo=bar',
+      'application/json; foo="a;b"',
     ]) {
       assert.equal(isJsonMediaType(t), true, t);
+    }
+  });
+  test('a charset other than UTF-8, in any spelling, or two of them', () => {
+    for (const t of [
+      'application/json; charset=utf-16',
+      'application/json; charset=UTF-16LE',
+      'application/json; charset="utf-16"',
+      'application/json;charset=utf-32',
+      'application/json; charset=utf-7',
+      'application/json; charset=utf8',
+      'application/json; charset=iso-8859-1',
+      'application/json; charset=""',
+      'application/json; charset=',
+      'application/json; charset',
+      'application/json; charset="utf-8',
+      'application/json; CHARSET=Utf-16',
+      'application/json; charset = utf-16',
+      'application/json; charset=utf-8; charset=utf-16',
+      'application/json; charset=utf-8; charset=utf-8',
+    ]) {
+      assert.equal(isJsonMediaType(t), false, t);
     }
   });
   test('no other media type, +json and look-alikes included', () => {

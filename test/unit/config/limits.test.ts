@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { findScopeProblems, isUnder, scopeListSchema, windowListSchema } from '../../../src/config/limits.js';
-import { tierSchema } from '../../../src/config/schema.js';
+import {
+  findScopeProblems,
+  isReachablePathPrefix,
+  isUnder,
+  pathPrefixSchema,
+  scopeListSchema,
+  windowListSchema,
+} from '../../../src/config/limits.js';
+import { configSchema, tierSchema } from '../../../src/config/schema.js';
+import { isSafeRequestPath } from '../../../src/proxy/routes.js';
 
 describe('windows and tiers', () => {
   test('a tier is windows, or points + duration as the one-window shorthand; not both, not half', () => {
@@ -52,6 +60,70 @@ describe('scopes', () => {
     assert.deepEqual(findScopeProblems([{ route: '/notify/v1', paths: ['/notify/v10'] }], routes), [
       '0.paths.0: must be /notify/v1 or a path under it',
     ]);
+  });
+  test('paths and routes no request path can reach are refused: empty and dot segments, escapes, backslash', () => {
+    const unreachable = [
+      '/notify/v1/../media',
+      '/notify/v1/./otps',
+      '/notify/v1/..',
+      '/notify/v1/.',
+      '/notify/v1/...',
+      '/./notify',
+      '/..',
+      '/notify/v1//otps',
+      '//notify',
+      '//',
+      '/notify/v1/otps//',
+      '/notify/v1/%2e%2e/media',
+      '/notify/v1/%2E',
+      '/notify/v1/otps%2fx',
+      '/notify/v1/%252e%252e',
+      '/notify/v1\\..\\media',
+      '/notify/v1;x',
+      '/notify/v1/ｏtps',
+      '/notify/v1/\u2025',
+      'notify/v1',
+      '',
+    ];
+    for (const p of unreachable) {
+      const r = pathPrefixSchema.safeParse(p);
+      assert.equal(r.success, false, p);
+      assert.equal(scopeListSchema.safeParse([{ route: '/notify/v1', paths: [p] }]).success, false, p);
+      assert.equal(scopeListSchema.safeParse([{ route: p }]).success, false, p);
+      const config = configSchema.safeParse({ routes: [{ prefix: p, target: 'http://x:1' }] });
+      assert.equal(config.success, false, p);
+      assert.deepEqual(config.error?.issues[0]?.path, ['routes', 0, 'prefix'], p);
+    }
+    const reachable = [
+      '/',
+      '/notify/v1',
+      '/notify/v1/',
+      '/notify/v1/otps.v2',
+      '/.well-known',
+      '/a..b',
+      '/a/..b',
+      '/a/b.',
+      '/~x',
+    ];
+    for (const p of reachable) assert.equal(pathPrefixSchema.safeParse(p).success, true, p);
+    // The same rule as the gateway's request check, for every path the schema's characters can spell.
+    for (const p of [...unreachable, ...reachable]) {
+      const plain = /^\/[A-Za-z0-9._~\-/]*$/.test(p);
+      const stored = p.length > 1 ? p.replace(/\/$/, '') : p;
+      assert.equal(
+        plain && isReachablePathPrefix(p),
+        plain && isSafeRequestPath(p) && isSafeRequestPath(stored),
+        p,
+      );
+    }
+    const alphabet = ['/', '.', 'a'];
+    const spell = (n: number): string[] =>
+      n === 0 ? [''] : spell(n - 1).flatMap((s) => alphabet.map((c) => s + c));
+    for (let n = 1; n <= 6; n++)
+      for (const tail of spell(n)) {
+        const p = `/${tail}`;
+        assert.equal(isReachablePathPrefix(p), isSafeRequestPath(p), p);
+      }
   });
   test('isUnder: on a segment boundary (/ or ;)', () => {
     assert.equal(isUnder('/a/b', '/a'), true);

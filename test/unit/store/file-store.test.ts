@@ -309,3 +309,67 @@ describe('key file timestamps', () => {
       assert.match(text, new RegExp(`${path.replace(/\./g, '\\.')}: must be a real UTC instant`));
   });
 });
+
+describe('key file input: the admin API rules for scopes, names and labels', () => {
+  const routes = [{ prefix: '/notify/v1' }];
+  test('a scope path or route with a dot or empty segment rejects the file, naming the field', () => {
+    for (const p of ['/notify/v1/../media', '/notify/v1/./otps', '/notify/v1//otps', '/notify/v1/..']) {
+      const text =
+        `companies:\n  - id: a\n    tier: free\n    scopes: [{ route: /notify/v1, paths: ["${p}"] }]\n` +
+        `    keys:\n      - { id: k1, hash: ${hash(1)}, scopes: [{ route: "/notify/v1/${p.slice(11)}" }] }\n`;
+      const r = parseKeyFile(text, tiers, routes);
+      assert.equal(r.ok, false, p);
+      const problems = r.ok ? '' : r.problems.join('\n');
+      assert.match(problems, /^companies\.0\.scopes\.0\.paths\.0: must not hold an empty/m, p);
+      assert.match(problems, /^companies\.0\.keys\.0\.scopes\.0\.route: must not hold an empty/m, p);
+    }
+  });
+
+  test('a name or label with control, bidi, zero-width or unpaired surrogate characters rejects the file, naming it', () => {
+    // JSON strings are YAML flow scalars: the escapes reach the parser as in an admin API body.
+    for (const bad of [
+      'a\nb',
+      'a\u001b[31mb',
+      'a\u0085b',
+      'a\u202eb',
+      'a\u2066b',
+      'a\u200bb',
+      'a\ufeffb',
+      'a\ud800b',
+    ]) {
+      const text =
+        `companies:\n  - id: a\n    tier: free\n    name: ${JSON.stringify(bad)}\n` +
+        `    keys:\n      - { id: k1, hash: ${hash(1)}, label: ${JSON.stringify(bad)}, ` +
+        `prefix: ${JSON.stringify(bad)}, environment: ${JSON.stringify(bad)} }\n`;
+      const r = parseKeyFile(text, tiers);
+      assert.equal(r.ok, false, JSON.stringify(bad));
+      const problems = r.ok ? '' : r.problems.join('\n');
+      assert.match(
+        problems,
+        /^companies\.0\.name: must not contain control characters/m,
+        JSON.stringify(bad),
+      );
+      for (const field of ['label', 'prefix', 'environment'])
+        assert.match(
+          problems,
+          new RegExp(`^companies\\.0\\.keys\\.0\\.${field}: must not contain control`, 'm'),
+          `${field} ${JSON.stringify(bad)}`,
+        );
+    }
+    const fine = parseKeyFile(
+      `companies:\n  - id: a\n    tier: free\n    name: "Zürich 東京 🚀"\n    keys:\n      - { id: k1, hash: ${hash(1)}, label: "CI — prod" }\n`,
+      tiers,
+    );
+    assert.equal(fine.ok, true);
+  });
+
+  test('ids are case-sensitive: ACME and acme are two companies, not duplicates (README, "Admin API")', () => {
+    const r = parseKeyFile(
+      `companies:\n  - { id: ACME, tier: free, keys: [{ id: K1, hash: ${hash(1)} }] }\n` +
+        `  - { id: acme, tier: free, keys: [{ id: k1, hash: ${hash(2)} }] }\n`,
+      tiers,
+    );
+    assert.equal(r.ok, true, r.ok ? '' : r.problems.join('\n'));
+    assert.deepEqual(r.ok ? r.companies.map((c) => c.id) : [], ['ACME', 'acme']);
+  });
+});

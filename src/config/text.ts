@@ -1,0 +1,40 @@
+// Free text (company names, key labels) is shown in terminals, logs, the console and audit
+// entries, so one rule for every way it comes in: the admin API, the CLI, the key file and apply.
+
+/**
+ * Characters free text must not hold:
+ * - `\p{Cc}`: C0 controls (line breaks, tab, ESC, NUL), DEL and C1 controls (NEL U+0085, CSI
+ *   U+009B): they move the cursor, recolour a terminal, or forge a log line or table row;
+ * - `\p{Cf}`: format characters, invisible but reordering or hiding text: bidi marks, embeddings,
+ *   overrides and isolates (U+200E/U+200F, U+202A–U+202E, U+2066–U+2069, U+061C), zero-width
+ *   space, joiners and word joiner (U+200B–U+200D, U+2060), BOM U+FEFF, soft hyphen, tags;
+ * - `\p{Zl}`, `\p{Zp}`: the line and paragraph separators U+2028 and U+2029;
+ * - `\p{Cs}`: an unpaired surrogate (not text at all; with the `u` flag a pair is one code point,
+ *   so emoji and other characters outside the BMP pass).
+ * Letters of every script, marks, digits, punctuation, symbols and spaces (NBSP included) pass.
+ */
+const REFUSED_TEXT_CHARACTER = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+
+/** The message of a refusal (the field is named by the caller's schema path). */
+export const DISPLAY_TEXT_MESSAGE =
+  'must not contain control characters (line breaks, tabs, escapes), invisible format characters ' +
+  '(bidi marks and overrides, zero-width characters, BOM) or unpaired surrogates';
+
+/** Whether `v` is free text that can be shown as it is: none of the refused characters. */
+export function isDisplayText(v: string): boolean {
+  return !REFUSED_TEXT_CHARACTER.test(v);
+}
+
+const REFUSED_TEXT_CHARACTERS = new RegExp(REFUSED_TEXT_CHARACTER.source, 'gu');
+
+/**
+ * `v` with every character `isDisplayText` refuses written as an escape (`\u001b`, `\u202e`,
+ * `\u{e0041}`), for text stored before the rule (or by a store of one's own) that is printed to a
+ * terminal: it cannot move the cursor, recolour, reorder or forge a row.
+ */
+export function escapeRefusedText(v: string): string {
+  return v.replace(REFUSED_TEXT_CHARACTERS, (ch) => {
+    const cp = ch.codePointAt(0)!;
+    return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+  });
+}

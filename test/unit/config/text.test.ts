@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { escapeRefusedText, isDisplayText } from '../../../src/config/text.js';
+
+describe('isDisplayText', () => {
+  test('controls, bidi and other format characters, line separators and unpaired surrogates are refused', () => {
+    const refused = [
+      'a\nb',
+      'a\rb',
+      'a\tb',
+      'a\u0000b',
+      'a\u001b[31mb',
+      'a\u007fb',
+      'a\u0085b',
+      'a\u009bb',
+      'a\u200bb',
+      'a\u200cb',
+      'a\u200db',
+      'a\u200eb',
+      'a\u200fb',
+      'a\u202ab',
+      'a\u202bb',
+      'a\u202cb',
+      'a\u202db',
+      'a\u202eb',
+      'a\u2060b',
+      'a\u2066b',
+      'a\u2067b',
+      'a\u2068b',
+      'a\u2069b',
+      'a\u061cb',
+      'a\u00adb',
+      'a\ufeffb',
+      'a\u2028b',
+      'a\u2029b',
+      'a\u{e0041}b',
+      '\ud800',
+      'a\udc00',
+      '\udc00\ud800',
+    ];
+    for (const v of refused) assert.equal(isDisplayText(v), false, JSON.stringify(v));
+  });
+
+  test('letters of any script, marks, emoji, punctuation and spaces pass', () => {
+    for (const v of [
+      'Acme GmbH',
+      'Zürich — Büro',
+      '東京支社',
+      'שלום',
+      'مرحبا',
+      'e\u0301',
+      'rocket 🚀',
+      'a\u00a0b',
+      'a\u3000b',
+      '¥100 & €5 (test) #1',
+      '',
+    ])
+      assert.equal(isDisplayText(v), true, v);
+  });
+
+  test('escapeRefusedText writes each refused character as an escape and leaves the rest', () => {
+    assert.equal(escapeRefusedText('Evil\u001b[2J\nrow\u202e'), 'Evil\\u001b[2J\\u000arow\\u202e');
+    assert.equal(escapeRefusedText('tag\u{e0041} lone\ud800'), 'tag\\u{e0041} lone\\ud800');
+    assert.equal(escapeRefusedText('Zürich 東京 🚀'), 'Zürich 東京 🚀');
+    for (const v of ['a\u0085b', 'a\u200db', 'a\ufeffb', '\udc00\ud800'])
+      assert.equal(isDisplayText(escapeRefusedText(v)), true, JSON.stringify(v));
+  });
+});
