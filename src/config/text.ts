@@ -7,13 +7,15 @@
  *   U+009B): they move the cursor, recolour a terminal, or forge a log line or table row;
  * - `\p{Cf}`: format characters, invisible but reordering or hiding text: bidi marks, embeddings,
  *   overrides and isolates (U+200E/U+200F, U+202A–U+202E, U+2066–U+2069, U+061C), zero-width
- *   space, joiners and word joiner (U+200B–U+200D, U+2060), BOM U+FEFF, soft hyphen, tags;
+ *   space and word joiner (U+200B, U+2060), BOM U+FEFF, soft hyphen, tags; the zero-width
+ *   non-joiner and joiner (U+200C, U+200D) pass: Persian, Indic scripts and emoji sequences need
+ *   them, and they change no order;
  * - `\p{Zl}`, `\p{Zp}`: the line and paragraph separators U+2028 and U+2029;
  * - `\p{Cs}`: an unpaired surrogate (not text at all; with the `u` flag a pair is one code point,
  *   so emoji and other characters outside the BMP pass).
  * Letters of every script, marks, digits, punctuation, symbols and spaces (NBSP included) pass.
  */
-const REFUSED_TEXT_CHARACTER = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+const REFUSED_TEXT_CHARACTER = /(?![\u200c\u200d])[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
 
 /** The message of a refusal (the field is named by the caller's schema path). */
 export const DISPLAY_TEXT_MESSAGE =

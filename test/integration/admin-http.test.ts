@@ -336,7 +336,7 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
       'rlm\u200f',
       'isolate\u2066x\u2069',
       'zero\u200bwidth',
-      'joiner\u200d',
+      'word joiner\u2060',
       'bom\ufeffx',
       'ls\u2028x',
       'lone \ud800',
@@ -364,10 +364,11 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.name, 'acme');
     const key = await as.root('GET', `/admin/v1/keys/${keyId}`);
     assert.equal(key.body.rotatedTo, null);
-    // Letters of any script, emoji (a surrogate pair), spaces and punctuation are fine.
+    // Letters of any script, emoji (a surrogate pair), spaces and punctuation are fine, and so are
+    // the zero-width non-joiner and joiner (a Persian spelling, an emoji sequence).
     const fine = await as.root('POST', '/admin/v1/companies', {
       id: 'text-co',
-      name: 'Acme GmbH — Zürich, 東京 & שלום 🚀',
+      name: 'Acme GmbH — Zürich, 東京 & שלום 🚀 می\u200cخواهم 👩\u200d👧',
     });
     assert.equal(fine.status, 201, fine.text);
   });
