@@ -408,71 +408,87 @@ describe('createFormOverrideScanner, cost', () => {
   }
   // Each worst shape at 256 KiB and at 1 MiB: a linear scan costs about 4× more for the larger, a
   // quadratic one 16×. Compared with the same shape, so the machine's load cancels out.
-  test('worst-case bodies cost linear time: 4× the size costs at most 8× the time', () => {
-    const shapes: [string, (size: number) => Buffer, FormKind][] = [
-      ['benign form', (n) => fill('field=value&', n), 'urlencoded'],
-      ['separators', (n) => fill('&;=', n), 'urlencoded'],
-      ['leading spaces', (n) => Buffer.concat([fill('+', n), Buffer.from('x=1')]), 'urlencoded'],
-      ['NULs', (n) => Buffer.concat([Buffer.from('_'), fill('\u0000', n)]), 'urlencoded'],
-      ['lone %', (n) => fill('%', n), 'urlencoded'],
-      ['name prefixes', (n) => fill('_metho&', n), 'urlencoded'],
-      ['name= chains', (n) => fill('name=', n), 'multipart'],
-      ['name=" chains', (n) => fill('name="', n), 'multipart'],
-      [
-        'spaces before =',
-        (n) => Buffer.concat([Buffer.from('name'), fill(' ', n), Buffer.from('=x')]),
-        'multipart',
-      ],
-      ['digits', (n) => Buffer.concat([Buffer.from('name*'), fill('1', n), Buffer.from('=x')]), 'multipart'],
-      ['continuations', (n) => fill('name*0="a"; name*1="b"; ', n), 'multipart'],
-      ['quoted spaces', (n) => Buffer.concat([Buffer.from('name="'), fill(' ', n)]), 'multipart'],
-      ['name="_metho"', (n) => fill('name="_metho";', n), 'multipart'],
-      ["name='_metho'", (n) => fill("name='_metho';", n), 'multipart'],
-      ['extended continuations', (n) => fill('name*0*=a;', n), 'multipart'],
-      ['continuation pairs', (n) => fill('; name*0="a"; name*1="b"', n), 'multipart'],
-      ['encoded words', (n) => fill('name="=?utf-8?Q?=5Fmetho?= ', n), 'multipart'],
-      [
-        'empty encoded words',
-        (n) => Buffer.concat([Buffer.from('name="'), fill('=?a?Q??= ', n)]),
-        'multipart',
-      ],
-      ['nested encoded words', (n) => fill('name==?a?Q?=5F?= ', n), 'multipart'],
-      ['%u escapes', (n) => fill('%u005F', n), 'urlencoded'],
-      ['content-id: chains', (n) => fill('content-id:', n), 'multipart'],
-      ['colons', (n) => fill(':', n), 'multipart'],
-      ['Content-ID: _metho lines', (n) => fill('Content-ID: _metho\r\n', n), 'multipart'],
-      [
-        'Content-ID: then whitespace',
-        (n) => Buffer.concat([Buffer.from('Content-ID:'), fill(' ', n)]),
-        'multipart',
-      ],
-      ['benign JSON', (n) => fill('{"id":12345,"text":"hello world"},', n), 'json'],
-      ['JSON quotes', (n) => fill('"', n), 'json'],
-      ['JSON "_metho" keys', (n) => fill('"_metho":1,', n), 'json'],
-      ['JSON \\u escaped prefixes', (n) => fill('"\\u005f\\u006d\\u0065\\u0074\\u0068\\u006f":', n), 'json'],
-      ['JSON "_method" values', (n) => fill('"_method",', n), 'json'],
-      ['JSON "_method" then spaces', (n) => Buffer.concat([Buffer.from('"_method"'), fill(' ', n)]), 'json'],
-      ['JSON escaped quotes', (n) => fill('"\\"', n), 'json'],
-    ];
-    const floor = 2; // ms: below this, timer noise
-    for (const [name, make, kind] of shapes) {
-      // Under mutation testing (instrumented code, every mutant reruns this) a quarter of the sizes:
-      // still 4× apart, and a quadratic scan still far past 8×.
-      const smallBody = make(underMutation ? 1 << 16 : 1 << 18);
-      const largeBody = make(underMutation ? 1 << 18 : 1 << 20);
-      // A loaded machine can stall any single measurement; a quadratic scan is 16× on every try,
-      // so up to 8 tries (each the fastest of 5) only remove scheduling noise, not the test's power.
-      let seen = '';
-      let linear = false;
-      for (let attempt = 0; attempt < 8 && !linear; attempt++) {
-        const small = fastest(smallBody, kind);
-        const large = fastest(largeBody, kind);
-        linear = large <= 8 * Math.max(small, floor);
-        seen += ` ${large.toFixed(1)}/${small.toFixed(1)} ms`;
+  // Skipped under mutation testing, like the URL guard's: instrumented code is unevenly slower, and
+  // every mutant would rerun 2 × 35 scans of up to 1 MiB (`bench/form-scan.ts` holds the figures).
+  test(
+    'worst-case bodies cost linear time: 4× the size costs at most 8× the time',
+    { skip: underMutation && 'CPU time of instrumented code' },
+    () => {
+      const shapes: [string, (size: number) => Buffer, FormKind][] = [
+        ['benign form', (n) => fill('field=value&', n), 'urlencoded'],
+        ['separators', (n) => fill('&;=', n), 'urlencoded'],
+        ['leading spaces', (n) => Buffer.concat([fill('+', n), Buffer.from('x=1')]), 'urlencoded'],
+        ['NULs', (n) => Buffer.concat([Buffer.from('_'), fill('\u0000', n)]), 'urlencoded'],
+        ['lone %', (n) => fill('%', n), 'urlencoded'],
+        ['name prefixes', (n) => fill('_metho&', n), 'urlencoded'],
+        ['name= chains', (n) => fill('name=', n), 'multipart'],
+        ['name=" chains', (n) => fill('name="', n), 'multipart'],
+        [
+          'spaces before =',
+          (n) => Buffer.concat([Buffer.from('name'), fill(' ', n), Buffer.from('=x')]),
+          'multipart',
+        ],
+        [
+          'digits',
+          (n) => Buffer.concat([Buffer.from('name*'), fill('1', n), Buffer.from('=x')]),
+          'multipart',
+        ],
+        ['continuations', (n) => fill('name*0="a"; name*1="b"; ', n), 'multipart'],
+        ['quoted spaces', (n) => Buffer.concat([Buffer.from('name="'), fill(' ', n)]), 'multipart'],
+        ['name="_metho"', (n) => fill('name="_metho";', n), 'multipart'],
+        ["name='_metho'", (n) => fill("name='_metho';", n), 'multipart'],
+        ['extended continuations', (n) => fill('name*0*=a;', n), 'multipart'],
+        ['continuation pairs', (n) => fill('; name*0="a"; name*1="b"', n), 'multipart'],
+        ['encoded words', (n) => fill('name="=?utf-8?Q?=5Fmetho?= ', n), 'multipart'],
+        [
+          'empty encoded words',
+          (n) => Buffer.concat([Buffer.from('name="'), fill('=?a?Q??= ', n)]),
+          'multipart',
+        ],
+        ['nested encoded words', (n) => fill('name==?a?Q?=5F?= ', n), 'multipart'],
+        ['%u escapes', (n) => fill('%u005F', n), 'urlencoded'],
+        ['content-id: chains', (n) => fill('content-id:', n), 'multipart'],
+        ['colons', (n) => fill(':', n), 'multipart'],
+        ['Content-ID: _metho lines', (n) => fill('Content-ID: _metho\r\n', n), 'multipart'],
+        [
+          'Content-ID: then whitespace',
+          (n) => Buffer.concat([Buffer.from('Content-ID:'), fill(' ', n)]),
+          'multipart',
+        ],
+        ['benign JSON', (n) => fill('{"id":12345,"text":"hello world"},', n), 'json'],
+        ['JSON quotes', (n) => fill('"', n), 'json'],
+        ['JSON "_metho" keys', (n) => fill('"_metho":1,', n), 'json'],
+        [
+          'JSON \\u escaped prefixes',
+          (n) => fill('"\\u005f\\u006d\\u0065\\u0074\\u0068\\u006f":', n),
+          'json',
+        ],
+        ['JSON "_method" values', (n) => fill('"_method",', n), 'json'],
+        [
+          'JSON "_method" then spaces',
+          (n) => Buffer.concat([Buffer.from('"_method"'), fill(' ', n)]),
+          'json',
+        ],
+        ['JSON escaped quotes', (n) => fill('"\\"', n), 'json'],
+      ];
+      const floor = 2; // ms: below this, timer noise
+      for (const [name, make, kind] of shapes) {
+        const smallBody = make(1 << 18);
+        const largeBody = make(1 << 20);
+        // A loaded machine can stall any single measurement; a quadratic scan is 16× on every try,
+        // so up to 8 tries (each the fastest of 5) only remove scheduling noise, not the test's power.
+        let seen = '';
+        let linear = false;
+        for (let attempt = 0; attempt < 8 && !linear; attempt++) {
+          const small = fastest(smallBody, kind);
+          const large = fastest(largeBody, kind);
+          linear = large <= 8 * Math.max(small, floor);
+          seen += ` ${large.toFixed(1)}/${small.toFixed(1)} ms`;
+        }
+        assert.ok(linear, `${name}: large/small${seen}`);
       }
-      assert.ok(linear, `${name}: large/small${seen}`);
-    }
-  });
+    },
+  );
 });
 
 function fill(unit: string, size: number): Buffer {
