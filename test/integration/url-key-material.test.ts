@@ -486,7 +486,7 @@ describe('final attack report F2: base64 and hex keys in the URL before authenti
               ['/notify/v1/otps', 401],
               ['/unrouted', 404],
             ] as const)
-              for (const headers of [{}, { 'X-API-Key': presented }]) {
+              for (const headers of [{}, { 'X-API-Key': presented }] as Record<string, string>[]) {
                 const label = `${enc}, ${lead} bytes before, ${material === body ? 'body' : 'key'}, ${place}, ${base}, ${'X-API-Key' in headers ? 'another key' : 'no key'}`;
                 const r = await send(t.port, `${base}${at(e)}`, { headers });
                 sent++;
