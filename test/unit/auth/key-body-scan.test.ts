@@ -387,6 +387,12 @@ describe('URL key guard: base64 and hex keys (final attack report F2)', () => {
       collectEncodedKeys(text, out);
       assert.deepEqual(out, [testKey], text);
     }
+    // A run starts after any other character, not only at the start of the text.
+    for (const text of [`.${b64}`, `/x?${b64}`, `é${b64}`]) {
+      const out: string[] = [];
+      collectEncodedKeys(text, out);
+      assert.deepEqual(out, [testKey], text);
+    }
     const none: string[] = [];
     collectEncodedKeys(b64.slice(0, 50), none);
     collectEncodedKeys(b.toString('hex').slice(0, 75), none);
