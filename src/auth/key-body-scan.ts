@@ -1,4 +1,4 @@
-import { KEY_CHECKSUM_LENGTH, KEY_RANDOM_LENGTH } from './api-key.js';
+import { KEY_CHECKSUM_LENGTH, KEY_RANDOM_LENGTH, parseApiKey } from './api-key.js';
 
 /**
  * Two pieces of the URL key guard (url-key-guard.ts) that read key material in forms the `nk_`
@@ -179,4 +179,61 @@ export function decodeLegacyEscapes(s: string): string {
     i = from = i + len;
   }
   return from === 0 ? s : out + s.slice(from);
+}
+
+/**
+ * A base64/base64url run long enough to hold a bare body (38 bytes: 51 characters), tried from its
+ * first character only (the lookbehind): one native pass, no backtracking. `=` ends a run (padding;
+ * Node's decoder would stop there), `+` and `/` are in it (standard base64, the path's separators).
+ */
+const BASE64_RUN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{51,}/g;
+/** A hex run long enough to hold a bare body (38 bytes: 76 digits), either case; inside a base64 run. */
+const HEX_RUN = /(?<![0-9A-Fa-f])[0-9A-Fa-f]{76,}/g;
+/** A run of base62 bytes long enough to be a bare body, in decoded bytes; tried from its first byte only. */
+const DECODED_BODY_RUN = /(?<![0-9A-Za-z])[0-9A-Za-z]{38,}/g;
+/** A key shape in decoded bytes, `nk_<env>_` in any case; bounded (≤ 60 steps per `nk_`). */
+const DECODED_KEY_SHAPE = /nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{38}/gi;
+
+/**
+ * Finds keys in base64 (standard or url-safe, padded or not) and hex (either case) inside `text`:
+ * each base64 run of 51 characters or more is decoded at its 4 character alignments (so a key at any
+ * byte offset of a longer blob is read), and each hex run of 76 digits or more inside it at both
+ * nibble alignments. In the bytes (as latin1 text), each run of 38 base62 bytes or more is read by a
+ * fresh BareBodyScan (bare bodies of `live` and `test` keys, also after their `nk_<env>_`), and
+ * `nk_<env>_` shapes of any environment count when their checksum is valid. Found keys are pushed
+ * as full keys (`nk_<env>_…`), for the exposure check. Decoded noise is not a key: only the checksum
+ * decides (odds as in BareBodyScan, per decoded base62 byte; noise rarely holds 38 base62 bytes in a
+ * row). A body with separators inside, once encoded, is not read.
+ *
+ * Cost: one native regex pass over `text`; a text without a run of 51 base64 characters stops
+ * there. Each run character is decoded at most 6 times (4 base64 alignments, 2 hex ones, native),
+ * and each decoded byte read by two native searches: linear, no exceptions (Node's base64 and hex
+ * decoders skip what they cannot read). The rolling CRC only reads runs of 38 base62 bytes.
+ */
+export function collectEncodedKeys(text: string, out: string[]): void {
+  if (text.length < 51) return;
+  BASE64_RUN.lastIndex = 0;
+  for (let m = BASE64_RUN.exec(text); m !== null; m = BASE64_RUN.exec(text)) {
+    const run = m[0];
+    for (let o = 0; o < 4; o++) collectDecoded(Buffer.from(run.slice(o), 'base64').toString('latin1'), out);
+    HEX_RUN.lastIndex = 0;
+    for (let h = HEX_RUN.exec(run); h !== null; h = HEX_RUN.exec(run)) {
+      const hex = h[0];
+      collectDecoded(Buffer.from(hex, 'hex').toString('latin1'), out);
+      collectDecoded(Buffer.from(hex.slice(1), 'hex').toString('latin1'), out);
+    }
+  }
+}
+
+/** Bare bodies and checksum-valid key shapes in decoded bytes. */
+function collectDecoded(bytes: string, out: string[]): void {
+  DECODED_BODY_RUN.lastIndex = 0;
+  for (let m = DECODED_BODY_RUN.exec(bytes); m !== null; m = DECODED_BODY_RUN.exec(bytes))
+    new BareBodyScan().feed(m[0], out);
+  DECODED_KEY_SHAPE.lastIndex = 0;
+  for (let m = DECODED_KEY_SHAPE.exec(bytes); m !== null; m = DECODED_KEY_SHAPE.exec(bytes)) {
+    const sep = m[0].indexOf('_', 3);
+    const key = m[0].slice(0, sep).toLowerCase() + m[0].slice(sep);
+    if (parseApiKey(key, { maxLength: 256, acceptLegacy: false }).ok) out.push(key);
+  }
 }

@@ -1,5 +1,10 @@
 import { DEFAULT_URL_GUARD_LIMITS } from '../config/schema.js';
-import { BareBodyScan, decodeLegacyEscapes, LEGACY_ESCAPE_TRIGGER } from './key-body-scan.js';
+import {
+  BareBodyScan,
+  collectEncodedKeys,
+  decodeLegacyEscapes,
+  LEGACY_ESCAPE_TRIGGER,
+} from './key-body-scan.js';
 import { percentDecode } from './percent-decode.js';
 
 /**
@@ -31,7 +36,7 @@ export interface UrlGuardLimits {
 /**
  * What the guard saw. `overLimit`: the URL has more parameters or path segments than the guard
  * examines, so it may hide a key: a caller refuses it and does not log its path. Candidates are
- * what was found in the examined part, plus plain (not %-encoded) key-shaped values in the rest.
+ * what was found in the examined part, plus, in the rest (as sent, not %-decoded), key shapes, base64/hex keys and bare bodies.
  * `undecided`: a part of the URL was still %-encoded after MAX_DECODE_ROUNDS rounds, or after the
  * URL's decoding budget (DECODE_BUDGET_PER_CHAR characters decoded per character of the URL) ran out;
  * it is found  * (treated as a key in the URL) whatever the candidates.
@@ -70,14 +75,15 @@ function isIgnoredLead(c: number): boolean {
 /**
  * Builds the URL guard: a request URL carries a key when a query or matrix parameter has a
  * key-like name (any case, separators or %-encoding) or any part of the URL holds a value shaped
- * like one of our keys. Returns the candidate key values (a key-named parameter's decoded value,
+ * like one of our keys, a bare key body, or a key in base64 or hex (collectEncodedKeys: the checksum
+ * decides). Returns the candidate key values (a key-named parameter's decoded value,
  * or the key-shaped substring) so a caller can check whether a real key was exposed.
  *
  * Cost: linear in the URL's length, with native string operations doing most of it; no
  * exceptions, no backtracking regex. A string is %-decoded at most MAX_DECODE_ROUNDS times. At most
  * `limits.maxParams` parameters and `limits.maxPathSegments` segments are examined; past a cap the
- * result says `overLimit`, and the rest of the URL is only searched, as sent (not decoded), for
- * key-shaped values.
+ * result says `overLimit`, and the rest of the URL is only searched, as sent (not %-decoded), for
+ * key shapes, base64/hex keys and bare bodies.
  *
  * @example
  * const check = createUrlKeyGuard(['api_key', 'token']);
@@ -113,6 +119,7 @@ export function createUrlKeyGuard(
     else {
       const decoded = decodeRepeatedly(path, scan);
       collectKeyShaped(decoded, scan.candidates);
+      collectEncodedKeys(decoded, scan.candidates);
       scan.everything.feed(decoded, scan.candidates);
       // Matrix parameters (`/x;api_key=...`, also %-encoded) are parameters too; after the first
       // `;` every later segment is read as one.
@@ -158,15 +165,15 @@ interface PairScan {
 
 /**
  * Checks the `name=value` pairs of `s` from `start`, separated by `&` or `;` (and `/` in a path's
- * matrix parameters). Returns false when the budget ran out; the rest of `s` is then only searched
- * for plain key-shaped values. Each separator is looked up with indexOf once, so the whole scan is one
+ * matrix parameters). Returns false when the budget ran out; the rest of `s` is then only searched,
+ * as sent, for key shapes, base64/hex keys and bare bodies (collectKeyMaterial). Each separator is looked up with indexOf once, so the whole scan is one
  * native pass however many pieces there are.
  */
 function checkPairs(s: string, start: number, matrix: boolean, scan: PairScan): boolean {
   const next = { '&': -2, ';': -2, '/': matrix ? -2 : -1, '=': -2 };
   for (let i = start; i <= s.length;) {
     if (--scan.budget < 0) {
-      collectKeyShaped(s.slice(i), scan.candidates);
+      collectKeyMaterial(s.slice(i), scan.candidates);
       return false;
     }
     const end = Math.min(nextOf(s, '&', i, next), nextOf(s, ';', i, next), nextOf(s, '/', i, next));
@@ -202,6 +209,9 @@ function checkPair(rawName: string, rawValue: string, scan: PairScan): void {
   } else collectKeyShaped((value = decodeRepeatedly(rawValue, scan)), scan.candidates);
   // A key-shaped parameter *name* (`?nk_live_…`) is a key in the URL too.
   collectKeyShaped(name, scan.candidates);
+  // A key in base64 or hex in a name or value (a matrix parameter's is read with the path too).
+  collectEncodedKeys(name, scan.candidates);
+  collectEncodedKeys(value, scan.candidates);
   scan.everything.feed(name, scan.candidates);
   scan.everything.feed(value, scan.candidates);
   scan.values.feed(value, scan.candidates);
@@ -249,9 +259,10 @@ function collectKeyShaped(text: string, out: string[]): void {
   }
 }
 
-/** Key shapes and bare bodies in text read as sent (past a cap): one pass each. */
+/** Key shapes, base64/hex keys and bare bodies in text read as sent (past a cap): one pass each. */
 function collectKeyMaterial(text: string, out: string[]): void {
   collectKeyShaped(text, out);
+  collectEncodedKeys(text, out);
   new BareBodyScan().feed(text, out);
 }
 

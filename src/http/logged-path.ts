@@ -9,7 +9,7 @@ import { pathOf } from './request-url.js';
 export const REDACTED_PATH = '[redacted: key in URL]';
 
 export interface LoggedPathOptions {
-  /** The URL key guard (`createUrlKeyGuard`): key-named matrix parameters, key shapes, bare bodies. */
+  /** The URL key guard (`createUrlKeyGuard`): key-named matrix parameters, key shapes, bare bodies, base64/hex keys. */
   checkUrlForKey?: (url: string) => UrlKeyCheck;
   /** `keys.maxLength`: a longer `X-API-Key` is no key (never read here). */
   keyMaxLength: number;
@@ -22,7 +22,7 @@ export interface LoggedPathOptions {
  * whatever the request's outcome and wherever it stopped: the path, or REDACTED_PATH when
  * - a step saw a key in the URL, or a URL past the guard's caps (`req.gw.keyInUrl`);
  * - the URL key guard finds anything in the path (a key-named matrix parameter, a key shape, a
- *   bare key body), when no step ran it to the end already (`urlGuardPassed`): answers such as
+ *   bare key body, a checksum-valid key or body in base64 or hex), whatever the key header, when no step ran it to the end already (`urlGuardPassed`): answers such as
  *   403 `HTTPS_REQUIRED` come before the guard;
  * - the path holds material of the key presented in `X-API-Key` (the forward step's matcher: the
  *   secret body alone, any case, separators, base64, hex...), when the presented-key step did not

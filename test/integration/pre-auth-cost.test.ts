@@ -54,6 +54,17 @@ const PAYLOADS: Record<string, string> = {
   // Legacy escapes the guard decodes (%u, overlong UTF-8): the regex replace runs.
   '%u escapes': '%u0030',
   'overlong UTF-8': '%c0%b0%e0%80%b1',
+  // Base64 and hex runs (attack report F2): each is decoded at every alignment, the bytes searched
+  // for keys. Long runs of the alphabets, decoded base62 digits the rolling CRC checks at every byte
+  // (first checksum digit 0-4), decoded `nk_live_` shapes, and %-encoded `+/=`.
+  'base64url alphabet run': 'aZ09-_bY',
+  'base64 alphabet run, +/': 'aZ09+/bY',
+  'base64, %-encoded +/=': 'aZ%2B09%2FbY%3D',
+  'base64 of base62 digits': Buffer.from('012340123401234').toString('base64'),
+  'base64 of nk_live_ shapes': Buffer.from('nk_live_A').toString('base64'),
+  'hex run': '0123456789abcdef',
+  'HEX run': '0123456789ABCDEF',
+  'hex of base62 digits': Buffer.from('0123401234').toString('hex'),
 };
 
 /** Request targets: each payload in the query and in the path of a route, and on a 404 path. */

@@ -192,12 +192,16 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
 
   test('an unknown key with its own copy in the path: 401 INVALID_KEY, the copy redacted in the log', async () => {
     const unknown = generateApiKey('live');
-    const r = await send(t.port, `/notify/v1/otps/${b64url(unknown)}`, { headers: { 'X-API-Key': unknown } });
+    // The upper-cased key in base64url: no valid checksum before authentication (the URL guard
+    // passes it), the presented key's material for the log rule. (Its checksum-valid base64url copy
+    // is refused KEY_IN_URL before authentication: final attack report F2, below.)
+    const copy = b64url(unknown.toUpperCase());
+    const r = await send(t.port, `/notify/v1/otps/${copy}`, { headers: { 'X-API-Key': unknown } });
     assert.equal(r.status, 401);
     assert.notDeepEqual(r.json, { error: 'Unauthorized', details: KEY_IN_URL });
     const [line] = await assertNotLogged(unknown, 'unknown key', [r]);
     assert.equal(line!.path, REDACTED);
-    assert.ok(!t.logText().includes(b64url(unknown).slice(0, 30)), 'the base64url copy reached the log');
+    assert.ok(!t.logText().includes(copy.slice(0, 30)), 'the base64url copy reached the log');
     // Benign paths of refused requests are still logged as sent.
     const benign = await send(t.port, '/notify/v1/otps/12345', { headers: { 'X-API-Key': unknown } });
     assert.equal((await lineOf(t, benign)).path, '/notify/v1/otps/12345');
@@ -400,8 +404,14 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
       ['only Authorization: Bearer K', [['Authorization', `Bearer ${victim}`]]],
       ['only X_API_KEY', [['X_API_KEY', victim]]],
     ];
+    // Copies the URL guard cannot confirm before authentication (no valid checksum as written):
+    // the upper-cased key in base64url, the lower-cased body. A checksum-valid base64url copy is
+    // refused KEY_IN_URL before authentication (final attack report F2, below).
     for (const [label, headers] of headerSets)
-      for (const path of [`/notify/v1/send/${b64url(victim)}`, `/notify/v1/send/${b.toLowerCase()}`]) {
+      for (const path of [
+        `/notify/v1/send/${b64url(victim.toUpperCase())}`,
+        `/notify/v1/send/${b.toLowerCase()}`,
+      ]) {
         const r = await send(t.port, path, { method: 'POST', headers, body: '{}' });
         assert.equal(r.status, 401, `${label}: ${path}`);
         const details = (r.json as { details?: string }).details;
@@ -410,5 +420,127 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
       }
     assert.equal(upstream.received.length, 0);
     assertSecretNotLogged(victim, 'malformed key header');
+  });
+});
+
+/**
+ * Final attack report F2: a valid key (or its bare body) in base64 or hex in the URL, sent without
+ * a key header or with another company's key, was answered 401 MISSING_KEY (404 unrouted), logged
+ * verbatim and not flagged exposed. Now it is a key in the URL before authentication, like a plain
+ * one: 401 KEY_IN_URL on a route, 404 elsewhere, the path redacted, the key flagged (one
+ * `key.exposed` audit entry per request), nothing forwarded.
+ */
+describe('final attack report F2: base64 and hex keys in the URL before authentication', () => {
+  let t: TestGateway, upstream: RecordingUpstream, close: (() => Promise<void>) | undefined;
+  let victim: { id: string; key: string };
+  /** Another company's valid key, presented in X-API-Key. */
+  let presented: string;
+
+  before(async () => {
+    const f = await gatewayWithUpstream(
+      { rateLimit: { authFailures: { enabled: false } } },
+      { company: 'f2-co' },
+    );
+    ({ t, upstream, close } = f);
+    presented = f.key;
+    const v = await createCompanyAndKey(t.gw.service, 'f2-victim');
+    victim = { id: v.id, key: v.key };
+  });
+  after(() => close?.());
+
+  async function exposedAudits(): Promise<number> {
+    const a = await t.gw.service.readAudit({ companyId: 'f2-victim', limit: 1000 });
+    assert.ok(a.ok, JSON.stringify(a));
+    return a.value.filter((e) => e.event === 'key.exposed' && e.keyId === victim.id).length;
+  }
+
+  test('base64url, base64 with +/= %-encoded, hex; at each byte offset of a blob; path, query value and name, matrix; routed and unrouted', async () => {
+    const body = bodyOf(victim.key);
+    const encodings: [string, (b: Buffer) => string][] = [
+      ['base64url', (b) => b.toString('base64url')],
+      ['base64, +/= %-encoded', (b) => encodeURIComponent(b.toString('base64'))],
+      ['hex', (b) => b.toString('hex')],
+      ['HEX', (b) => b.toString('hex').toUpperCase()],
+    ];
+    const places: [string, (e: string) => string][] = [
+      ['path segment', (e) => `/${e}`],
+      ['query value', (e) => `?cursor=${e}`],
+      ['query name', (e) => `?${e}=1`],
+      ['matrix parameter', (e) => `;s=${e}`],
+    ];
+    let sent = 0;
+    const encodedForms: string[] = [];
+    for (const [enc, encode] of encodings)
+      for (const material of [victim.key, body])
+        for (let lead = 0; lead < 3; lead++) {
+          // Base64 standard with `+/` in it: 0xfb 0xff bytes around the key make both appear.
+          const blob = Buffer.concat([
+            Buffer.from([0xfb, 0xff, 0xfe].slice(0, lead)),
+            Buffer.from(material),
+            Buffer.from([0xfb, 0xef]),
+          ]);
+          const e = encode(blob);
+          encodedForms.push(e);
+          for (const [place, at] of places)
+            for (const [base, status] of [
+              ['/notify/v1/otps', 401],
+              ['/unrouted', 404],
+            ] as const)
+              for (const headers of [{}, { 'X-API-Key': presented }] as Record<string, string>[]) {
+                const label = `${enc}, ${lead} bytes before, ${material === body ? 'body' : 'key'}, ${place}, ${base}, ${'X-API-Key' in headers ? 'another key' : 'no key'}`;
+                const r = await send(t.port, `${base}${at(e)}`, { headers });
+                sent++;
+                assert.equal(r.status, status, label);
+                if (status === 401)
+                  assert.deepEqual(r.json, { error: 'Unauthorized', details: KEY_IN_URL }, label);
+                const line = await lineOf(t, r);
+                assert.deepEqual([line.path, line.status], [REDACTED, status], label);
+              }
+        }
+    assert.equal(upstream.received.length, 0, 'a URL holding a key was forwarded');
+    // The access lines and every other log line: no key, no body (any case), no encoded form.
+    const log = t.logText();
+    for (const needle of [victim.key, body, body.toLowerCase(), ...encodedForms])
+      assert.ok(!log.includes(needle), `reached the log: ${needle.slice(0, 40)}`);
+    assert.ok(!log.toLowerCase().includes(body.toLowerCase().slice(0, 24)));
+    // Flagged once per request (an audit entry each), whatever the answer, routed or not.
+    await eventually(async () => (await exposedAudits()) === sent, 5000);
+    assert.equal(await exposedAudits(), sent);
+    const list = await t.gw.service.listKeys('f2-victim');
+    assert.ok(list.ok && list.value.find((k) => k.id === victim.id)?.exposedAt);
+  });
+
+  test('the attack report’s three requests, as sent by curl', async () => {
+    const b64u = b64url(victim.key).replace(/=+$/, '');
+    const hex = Buffer.from(victim.key).toString('hex');
+    for (const [path, status] of [
+      [`/notify/v1/${b64u}`, 401],
+      [`/unrouted/${b64u}`, 404],
+      [`/notify/v1/${hex}`, 401],
+    ] as const) {
+      const r = await send(t.port, path);
+      assert.equal(r.status, status, path);
+      assert.equal((await lineOf(t, r)).path, REDACTED, path);
+    }
+    assert.ok(!t.logText().includes(b64u) && !t.logText().includes(hex));
+  });
+
+  test('no false positives: UUIDs, sha256 digests and long base64 tokens that are not keys are routed and logged', async () => {
+    upstream.received.length = 0;
+    const token = Buffer.from(Array.from({ length: 96 }, (_, i) => (i * 37 + 11) & 0xff)).toString(
+      'base64url',
+    );
+    for (const path of [
+      '/notify/v1/messages/123e4567-e89b-12d3-a456-426614174000',
+      '/notify/v1/blobs/e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      '/notify/v1/blobs/E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855',
+      `/notify/v1/otps/${token}`,
+      `/notify/v1/otps?cursor=${token}`,
+    ]) {
+      const r = await send(t.port, path, { headers: { 'X-API-Key': presented } });
+      assert.equal(r.status, 200, path);
+      assert.equal((await lineOf(t, r)).path, path.split('?')[0], path);
+    }
+    assert.equal(upstream.received.length, 5);
   });
 });

@@ -6,6 +6,7 @@ import { generateApiKey, parseApiKey } from '../../../src/auth/api-key.js';
 import {
   BARE_BODY_ENVIRONMENTS,
   BareBodyScan,
+  collectEncodedKeys,
   decodeLegacyEscapes,
 } from '../../../src/auth/key-body-scan.js';
 import { createUrlKeyGuard } from '../../../src/auth/url-key-guard.js';
@@ -299,6 +300,181 @@ describe('URL key guard: edges (mutation survivors at 7167e16)', () => {
     assert.deepEqual(small(`/x;a;b;c;d;e?q=${bodyOf(key)}`), {
       found: true,
       candidates: [key],
+      overLimit: true,
+    });
+  });
+});
+
+/**
+ * Final attack report F2: a valid key (or its bare body) in base64 (standard or url-safe, padded or
+ * not, at any byte offset of a longer blob), or hex (either case), %-encoded or not, in any part of
+ * the URL, is a key in the URL before authentication; the checksum decides, so digests, UUIDs and
+ * tokens that are not keys pass.
+ */
+describe('URL key guard: base64 and hex keys (final attack report F2)', () => {
+  const live = generateApiKey('live');
+  const testKey = generateApiKey('test');
+  const staging = generateApiKey('staging');
+  const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
+  const encodings: [string, (b: Buffer) => string][] = [
+    ['base64', (b) => b.toString('base64')],
+    ['base64, no padding', (b) => b.toString('base64').replace(/=+$/, '')],
+    ['base64url', (b) => b.toString('base64url')],
+    ['base64url, padded', (b) => b.toString('base64').replaceAll('+', '-').replaceAll('/', '_')],
+    ['base64, +/= %-encoded', (b) => encodeURIComponent(b.toString('base64'))],
+    ['base64, every character %-encoded', (b) => pct(b.toString('base64'))],
+    ['base64, %-encoded twice', (b) => encodeURIComponent(encodeURIComponent(b.toString('base64')))],
+    ['hex', (b) => b.toString('hex')],
+    ['HEX', (b) => b.toString('hex').toUpperCase()],
+    ['hex, %-encoded', (b) => pct(b.toString('hex'))],
+  ];
+  /** `material` inside a longer blob: `lead` bytes before it (0-2: the three byte alignments of base64). */
+  const blob = (material: string, lead: number) =>
+    Buffer.concat([
+      Buffer.from('\x00\xffQ'.slice(0, lead), 'latin1'),
+      Buffer.from(material),
+      Buffer.from('\x01~'),
+    ]);
+  const places: [string, (e: string) => string][] = [
+    ['path segment', (e) => `/notify/v1/otps/${e}`],
+    ['path, glued to a word', (e) => `/notify/v1/otps/id-${e}`],
+    ['query value', (e) => `/notify/v1/otps?cursor=${e}&to=1`],
+    ['query name', (e) => `/notify/v1/otps?${e}=1`],
+    ['matrix parameter', (e) => `/notify/v1/otps;state=${e}/x`],
+    ['unrouted path', (e) => `/unrouted/${e}`],
+  ];
+
+  test('every encoding, every byte alignment, every place: found, as the full key', () => {
+    for (const [key, material] of [
+      [live, live],
+      [live, bodyOf(live)],
+      [testKey, bodyOf(testKey)],
+      [staging, staging],
+    ] as const)
+      for (const [enc, encode] of encodings)
+        for (let lead = 0; lead < 3; lead++)
+          for (const [place, at] of places) {
+            const url = at(encode(blob(material, lead)));
+            assert.ok(candidatesOf(url).includes(key), `${enc}, ${lead} bytes before, ${place}: ${url}`);
+          }
+  });
+
+  test('the encoded key alone (no blob): base64 at each character alignment of a run, hex at each nibble', () => {
+    const b = Buffer.from(bodyOf(live));
+    for (let o = 0; o < 4; o++) {
+      // `o` base64 characters before the blob shift it inside the run: each of the 4 alignments.
+      assert.deepEqual(check(`/x/${'AAA'.slice(0, o)}${b.toString('base64url')}`), {
+        found: true,
+        candidates: [live],
+      });
+      const out: string[] = [];
+      collectEncodedKeys('AAA'.slice(0, o) + b.toString('base64url'), out);
+      assert.deepEqual(out, [live], `base64 alignment ${o}`);
+    }
+    for (const lead of ['', 'a']) {
+      const out: string[] = [];
+      collectEncodedKeys(lead + b.toString('hex'), out);
+      assert.ok(out.includes(live), `hex after ${JSON.stringify(lead)}`);
+    }
+  });
+
+  test('the shortest encodings: 51 base64 characters and 76 hex digits of a bare body are read', () => {
+    const b = Buffer.from(bodyOf(testKey));
+    const b64 = b.toString('base64url');
+    assert.equal(b64.length, 51);
+    for (const text of [b64, b.toString('hex'), b.toString('hex').toUpperCase()]) {
+      const out: string[] = [];
+      collectEncodedKeys(text, out);
+      assert.deepEqual(out, [testKey], text);
+    }
+    // A run starts after any other character, not only at the start of the text.
+    for (const text of [`.${b64}`, `/x?${b64}`, `é${b64}`]) {
+      const out: string[] = [];
+      collectEncodedKeys(text, out);
+      assert.deepEqual(out, [testKey], text);
+    }
+    const none: string[] = [];
+    collectEncodedKeys(b64.slice(0, 50), none);
+    collectEncodedKeys(b.toString('hex').slice(0, 75), none);
+    assert.deepEqual(none, []);
+  });
+
+  test('a key shape of any environment needs its checksum; its prefix may be in any case', () => {
+    const enc = (s: string) => Buffer.from(s).toString('base64url');
+    const wrong = staging.slice(0, -1) + (staging.endsWith('a') ? 'b' : 'a');
+    assert.deepEqual(check(`/x/${enc(wrong)}`), { found: false });
+    assert.deepEqual(check(`/x/${enc(`nk_live_${'A'.repeat(38)}`)}`), { found: false });
+    assert.deepEqual(check(`/x/${enc('NK_STAGING_' + staging.slice(11))}`), {
+      found: true,
+      candidates: [staging],
+    });
+    assert.deepEqual(check(`/x/${enc('Nk_Staging_' + staging.slice(11))}`), {
+      found: true,
+      candidates: [staging],
+    });
+    const two: string[] = [];
+    collectEncodedKeys(enc(`${staging} ${live}`), two);
+    assert.deepEqual([...new Set(two)].sort(), [live, staging].sort());
+  });
+
+  test('base64 runs and hex runs end at other characters: two runs are decoded apart', () => {
+    const b = Buffer.from(live);
+    // `=` (padding) ends a run: what follows is a run of its own, read at its own alignments.
+    assert.ok(
+      candidatesOf(`/x/${Buffer.from('ab').toString('base64')}${b.toString('base64')}`).includes(live),
+    );
+    assert.ok(candidatesOf(`/x/Zm9v.${b.toString('hex')}`).includes(live));
+    assert.ok(candidatesOf(`/x?a=${'Q'.repeat(60)}&b=${b.toString('base64url')}`).includes(live));
+  });
+
+  test('no false positives: UUIDs, digests, tokens and text of the alphabets that are not keys', () => {
+    for (const url of [
+      '/notify/v1/messages/123e4567-e89b-12d3-a456-426614174000',
+      `/notify/v1/blobs/${'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}`,
+      `/notify/v1/blobs/${'E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855'}`,
+      `/notify/v1/x?cursor=${Buffer.from('{"page":2,"after":"2024-01-01T00:00:00Z","sort":"desc"}').toString('base64url')}`,
+      `/notify/v1/x?sig=${'z4DNiu1ILV0VJ9fccvouRhEv2YHM0evqDzqLUWfTqP0rMt3f3Wn0i7DWsomeB/lPuSMMuUa2cVyd5kyVvoZGgw=='}`,
+      `/notify/v1/${'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(4)}`,
+      `/notify/v1/${Buffer.from(`nk_live_${'A'.repeat(38)}`).toString('hex')}`,
+    ])
+      assert.deepEqual(check(url), { found: false }, url);
+  });
+
+  test('property: random bytes in base64 or hex are not keys; a key anywhere in them is found', () => {
+    const encode = fc.constantFrom(...encodings);
+    const place = fc.constantFrom(...places);
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 200 }),
+        fc.uint8Array({ minLength: 0, maxLength: 60 }),
+        encode,
+        place,
+        fc.constantFrom(live, bodyOf(live), bodyOf(testKey), staging),
+        (before, after, [, enc], [, at], material) => {
+          const noise = Buffer.concat([Buffer.from(before), Buffer.from(after)]);
+          // Noise alone: the odds of a checksum-valid 38-byte base62 run in random bytes are nil.
+          assert.deepEqual(check(at(enc(noise))), { found: false });
+          const withKey = at(
+            enc(Buffer.concat([Buffer.from(before), Buffer.from(material), Buffer.from(after)])),
+          );
+          const expected = material === bodyOf(testKey) ? testKey : material === staging ? staging : live;
+          assert.ok(candidatesOf(withKey).includes(expected), withKey);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  test('past the caps, a base64 key in the rest of the URL (read as sent) is still found', () => {
+    const small = createUrlKeyGuard(['api_key'], { maxParams: 4, maxPathSegments: 16 });
+    assert.deepEqual(small(`/x?a&b&c&d&e&q=${Buffer.from(live).toString('base64url')}`), {
+      found: true,
+      candidates: [live],
+      overLimit: true,
+    });
+    assert.deepEqual(small(`/x;a;b;c;d;e?q=${Buffer.from(live).toString('hex')}`), {
+      found: true,
+      candidates: [live],
       overLimit: true,
     });
   });

@@ -227,13 +227,17 @@ describe('URL key guard: same detection, linear cost, caps', () => {
     assert.deepEqual(small('/a;x;y;z/b;c;d?q=1'), { found: false, overLimit: true });
     // A key-named parameter past the cap is not examined (the request is refused anyway)...
     assert.deepEqual(small('/a?p&p&p&p&api_key=legacy-key-value'), { found: false, overLimit: true });
-    // ...but a plain key-shaped value is still found, in the query or the path (an encoded one
-    // past the cap is not: the URL is refused and not logged, it is just not flagged exposed).
+    // ...but a plain key-shaped value is still found, in the query or the path, and so is its bare
+    // body, base64 or hex as sent (a %-encoded one past the cap is not: the URL is refused and not
+    // logged, it is just not flagged exposed).
     assert.deepEqual(small(`/a?p&p&p&p&q=${k}`), { found: true, candidates: [k], overLimit: true });
     assert.deepEqual(small(`/a?p&p&p&p&q=${encodeURIComponent(k.replace('_', '%5F'))}`), {
-      found: false,
+      found: true,
+      candidates: [k],
       overLimit: true,
     });
+    const pctAll = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16)).join('');
+    assert.deepEqual(small(`/a?p&p&p&p&q=${pctAll(k)}`), { found: false, overLimit: true });
     // (The path scan finds it as well as the matrix scan: duplicates are harmless.)
     const m = small(`/a;p;p;p;p;${k}`);
     assert.ok(m.found && m.overLimit && m.candidates.every((c) => c === k));

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { generateApiKey } from '../../../src/auth/api-key.js';
 import { createUrlKeyGuard } from '../../../src/auth/url-key-guard.js';
 import { DEFAULT_URL_KEY_PARAMS } from '../../../src/config/schema.js';
@@ -139,6 +140,63 @@ describe('the logged path: split copies and keys in malformed key headers (attac
     assert.equal(
       loggedPath(reqWith('/notify/v1/otps', { authorization: `Bearer ${key}` }), state()),
       '/notify/v1/otps',
+    );
+  });
+});
+
+/**
+ * Final attack report F2: without a key header (or with another key), a valid key in base64 or hex
+ * in the path reached the access line in clear. The one rule now redacts it through the URL guard.
+ */
+describe('the logged path: base64 and hex keys without the key header (final attack report F2)', () => {
+  const key = generateApiKey('live');
+  const other = generateApiKey('test');
+  const encodings: [string, (b: Buffer) => string][] = [
+    ['base64url', (b) => b.toString('base64url')],
+    ['base64', (b) => b.toString('base64')],
+    ['base64, +/= %-encoded', (b) => encodeURIComponent(b.toString('base64'))],
+    ['hex', (b) => b.toString('hex')],
+    ['HEX', (b) => b.toString('hex').toUpperCase()],
+  ];
+
+  test('no key header, or another key: the path holding a base64 or hex key (or body) is redacted', () => {
+    for (const [label, enc] of encodings)
+      for (const material of [key, key.slice(8)])
+        for (let lead = 0; lead < 3; lead++) {
+          const blob = Buffer.concat([Buffer.alloc(lead, 0x7f), Buffer.from(material), Buffer.from('!')]);
+          for (const url of [`/notify/v1/otps/${enc(blob)}`, `/unrouted/${enc(blob)}`, `/x;s=${enc(blob)}/y`])
+            for (const headers of [undefined, other]) {
+              assert.equal(loggedPath(req(url, headers), state()), REDACTED_PATH, `${label}: ${url}`);
+            }
+        }
+  });
+
+  test('ordinary paths of the same alphabets are logged as sent', () => {
+    for (const url of [
+      '/notify/v1/messages/123e4567-e89b-12d3-a456-426614174000',
+      '/notify/v1/blobs/e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      `/notify/v1/x/${Buffer.from('{"page":2,"after":"2024-01-01T00:00:00Z"}').toString('base64url')}`,
+    ])
+      assert.equal(loggedPath(req(url), state()), url);
+  });
+
+  test('property: a key or body in base64/hex at any offset of random bytes is redacted; the bytes alone are not', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 120 }),
+        fc.uint8Array({ maxLength: 40 }),
+        fc.constantFrom(...encodings),
+        fc.constantFrom(key, key.slice(8)),
+        (before, after, [, enc], material) => {
+          const noise = enc(Buffer.concat([Buffer.from(before), Buffer.from(after)]));
+          assert.equal(loggedPath(req(`/notify/v1/x/${noise}`), state()), `/notify/v1/x/${noise}`);
+          const withKey = enc(
+            Buffer.concat([Buffer.from(before), Buffer.from(material), Buffer.from(after)]),
+          );
+          assert.equal(loggedPath(req(`/notify/v1/x/${withKey}`), state()), REDACTED_PATH);
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });
