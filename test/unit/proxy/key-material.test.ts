@@ -563,6 +563,10 @@ describe('key material: edges of each step', () => {
     assert.deepEqual(m.find(v), { keys: [key], undecided: false });
   });
 
+  test('hex at the odd nibble inside base64 (the second level reads both nibble alignments)', () => {
+    assert.deepEqual(m.find(b64(`f${Buffer.from(key).toString('hex')}`)), { keys: [key], undecided: false });
+  });
+
   test('base32 of exactly 5n bytes: the last byte is decoded too', () => {
     // 25 bytes are 40 base32 characters: the copy's 24th character is the run's last byte.
     const v = base32(`-${body.slice(0, 24)}`);
@@ -571,10 +575,12 @@ describe('key material: edges of each step', () => {
     assert.equal(m.holds(base32(`-${body.slice(0, 23)}-`)), false, 'one character short');
   });
 
-  test('a checksum digit Z (35) is read as such: a bare body with a Z in its checksum is found', () => {
-    let other = generateApiKey('live');
-    while (!other.slice(-5).includes('Z')) other = generateApiKey('live');
-    assert.deepEqual(none.find(`token ${other.slice(8)}`), { keys: [other], undecided: false });
+  test('checksum digits at the ends of each range (9, A, Z, a) are read as such: the bare body is found', () => {
+    for (const digit of ['9', 'A', 'Z', 'a']) {
+      let other = generateApiKey('live');
+      while (!other.slice(-5).includes(digit)) other = generateApiKey('live');
+      assert.deepEqual(none.find(`token ${other.slice(8)}`), { keys: [other], undecided: false }, digit);
+    }
   });
 
   test('a bare body whose checksum is the largest CRC-32 (0xffffffff) is found', () => {
