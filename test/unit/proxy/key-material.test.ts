@@ -458,10 +458,13 @@ describe('attack report F5: escape and Unicode forms, bare bodies, splits', () =
     });
 
     test('split across two cookie pairs: only those pairs go, the rest of the cookie stays', () => {
+      // A pair between the pieces that does not start with the secret's next character (which
+      // would continue the first piece into it, and rightly drop it too).
+      const mid = body[19]!.toLowerCase() === 'z' ? 'yy=q' : 'zz=q';
       for (const [cookie, left] of [
         [`a=${a}; b=${b}`, undefined],
         [`theme=dark; a=${a}; b=${b}; lang=en`, 'theme=dark; lang=en'],
-        [`a=${a}; zz=q; b=${b}`, 'zz=q'],
+        [`a=${a}; ${mid}; b=${b}`, mid],
         [`b=${b}; a=${a}`, undefined],
         [`${a}=1; ${b}=2; keep=1`, 'keep=1'],
       ] as const) {
