@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { generateApiKey } from '../../../src/auth/api-key.js';
 import { createKeyMaterialMatcher, holdsSplitCopy, mayHoldKey } from '../../../src/proxy/key-material.js';
@@ -76,9 +77,10 @@ describe('key material matcher', () => {
     // must therefore be at least as long as the key, also for short (legacy) keys.
     fc.assert(
       fc.property(
-        // Without `%`: a legacy key that itself holds %-escapes is compared after decoding, so a
-        // shorter slice of it can decode to a match (a known limit, docs/security.md).
-        fc.stringMatching(/^[!-$&-~]{1,12}$/),
+        // Without `%`, `&` and `\`: a legacy key that itself holds escapes (`%41`, `&#0`, `\1`) is
+        // compared after decoding, so a shorter slice of it can decode to a match, and an encoding
+        // of it decodes past the key as written (a known limit, docs/security.md).
+        fc.stringMatching(/^[!-$'-[\]-~]{1,12}$/),
         fc.constantFrom(...ANY_KEY_ENCODINGS),
         (k, [, encode]) => {
           const km = createKeyMaterialMatcher(k);
@@ -457,10 +459,13 @@ describe('attack report F5: escape and Unicode forms, bare bodies, splits', () =
     });
 
     test('split across two cookie pairs: only those pairs go, the rest of the cookie stays', () => {
+      // A pair between the pieces that does not start with the secret's next character (which
+      // would continue the first piece into it, and rightly drop it too).
+      const mid = body[19]!.toLowerCase() === 'z' ? 'yy=q' : 'zz=q';
       for (const [cookie, left] of [
         [`a=${a}; b=${b}`, undefined],
         [`theme=dark; a=${a}; b=${b}; lang=en`, 'theme=dark; lang=en'],
-        [`a=${a}; zz=q; b=${b}`, 'zz=q'],
+        [`a=${a}; ${mid}; b=${b}`, mid],
         [`b=${b}; a=${a}`, undefined],
         [`${a}=1; ${b}=2; keep=1`, 'keep=1'],
       ] as const) {
@@ -534,3 +539,151 @@ describe('holdsSplitCopy: the secret split over URL parts', () => {
     );
   });
 });
+
+describe('key material: edges of each step', () => {
+  const key = generateApiKey('live');
+  const body = key.slice(8);
+  const lower = body.toLowerCase();
+  const m = createKeyMaterialMatcher(key);
+  const none = createKeyMaterialMatcher('');
+  /** A letter equal to none of `not` (so it cannot extend a copy of the secret). */
+  const other = (...not: (string | undefined)[]) => [...'qwxyz'].find((c) => !not.includes(c))!;
+
+  test('base64 written as HTML entities, one per character: the fully decoded form is read for base64', () => {
+    // The first form has no base64 or hex run (`&#78;&#109;`): only the decoded one does.
+    const v = [...b64(`u:${key}`)].map((c) => `&#${c.charCodeAt(0)};`).join('');
+    assert.deepEqual(m.find(v), { keys: [key], undecided: false });
+    assert.deepEqual(none.find([...b64(key)].map((c) => `&#${c.charCodeAt(0)};`).join('')), {
+      keys: [key],
+      undecided: false,
+    });
+  });
+
+  test('upper-case hex with colons (`6E:6B:5F`) is decoded', () => {
+    const v = Buffer.from(key)
+      .toString('hex')
+      .toUpperCase()
+      .replace(/(..)(?!$)/g, '$1:');
+    assert.deepEqual(m.find(v), { keys: [key], undecided: false });
+  });
+
+  test('hex at the odd nibble inside base64 (the second level reads both nibble alignments)', () => {
+    assert.deepEqual(m.find(b64(`f${Buffer.from(key).toString('hex')}`)), { keys: [key], undecided: false });
+  });
+
+  test('base32 of exactly 5n bytes: the last byte is decoded too', () => {
+    // 25 bytes are 40 base32 characters: the copy's 24th character is the run's last byte.
+    const v = base32(`-${body.slice(0, 24)}`);
+    assert.equal(v.length, 40);
+    assert.equal(m.holds(v), true);
+    assert.equal(m.holds(base32(`-${body.slice(0, 23)}-`)), false, 'one character short');
+  });
+
+  test('checksum digits at the ends of each range (9, A, Z, a) are read as such: the bare body is found', () => {
+    for (const digit of ['9', 'A', 'Z', 'a']) {
+      let other = generateApiKey('live');
+      while (!other.slice(-5).includes(digit)) other = generateApiKey('live');
+      assert.deepEqual(none.find(`token ${other.slice(8)}`), { keys: [other], undecided: false }, digit);
+    }
+  });
+
+  test('a bare body whose checksum is the largest CRC-32 (0xffffffff) is found', () => {
+    const forged = keyWithCrc('live', 0xffffffff);
+    assert.equal(forged.slice(-6), '4gfFC3', 'the checksum of 0xffffffff');
+    assert.deepEqual(none.find(`id=${forged.slice(8)}`), { keys: [forged], undecided: false });
+  });
+
+  test('a value holding the word "undefined" is not key material and does not throw', () => {
+    for (const v of [
+      'undefined',
+      'x-trace-id: undefined, undefined, undefined',
+      `undefined ${'u'.repeat(40)}`,
+    ]) {
+      assert.equal(m.holds(v), false, v);
+      assert.equal(m.piecesIn(m.normalise(v)), null, v);
+    }
+    assert.equal(m.holds(`undefined ${key} undefined`), true);
+    assert.notEqual(m.piecesIn(`undefined${lower}undefined`), null);
+  });
+
+  test('UTF-8 sequences past U+10FFFF stay as they are: no throw, a key next to them is found', () => {
+    const high = '\xf4\x90\x80\x80\xf7\xbf\xbf\xbf';
+    assert.equal(m.holds(high.repeat(10)), false);
+    assert.equal(m.holds(`${high}${key}${high}`), true);
+    assert.equal(m.normalise(`${high}ab`), 'ab');
+  });
+
+  test('piecesIn: each piece not on a block boundary gives its exact span, and together they count', () => {
+    // Pieces 1-9, 11-19 and 21-29 of the secret (8 characters each, 24 in all), separated by a
+    // letter that continues neither neighbour.
+    const n =
+      other(lower[0]) +
+      lower.slice(1, 9) +
+      other(lower[9], lower[10]) +
+      lower.slice(11, 19) +
+      other(lower[19], lower[20]) +
+      lower.slice(21, 29) +
+      other(lower[29]);
+    assert.deepEqual(m.piecesIn(n), [
+      [1, 9],
+      [10, 18],
+      [19, 27],
+    ]);
+    // Without the last piece they cover 16: not a copy.
+    assert.equal(m.piecesIn(n.slice(0, 19)), null);
+  });
+
+  test('piecesIn: spans cover only the copy, never a neighbour that equals another character of the secret', () => {
+    // A key whose 34th secret character is not its 4th (which would continue a copy of the last 34).
+    let k = generateApiKey('live');
+    while (k[8 + 33]!.toLowerCase() === k[8 + 3]!.toLowerCase()) k = generateApiKey('live');
+    const km = createKeyMaterialMatcher(k);
+    const t = k.slice(8).toLowerCase();
+    const spans = (n: string) => [...new Set(km.piecesIn(n)!.map(String))];
+    const before = t[33]!;
+    const pad = other(t[32], t[0], t[37]);
+    // The whole secret, after a character equal to its 34th.
+    assert.deepEqual(spans(`${pad}${pad}${before}${t}${pad}`), [`3,${3 + 38}`]);
+    // Its last 34 characters, after the same character.
+    assert.deepEqual(spans(`${pad}${pad}${before}${t.slice(4)}${pad}`), [`3,${3 + 34}`]);
+  });
+});
+
+/**
+ * A key of environment `env` whose checksum is `crc` (its random part made so by choosing its last
+ * 4 characters: CRC-32 can be steered to any value by 4 bytes; tried until they are base62).
+ */
+function keyWithCrc(env: string, crc: number): string {
+  const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  const table = Array.from({ length: 256 }, (_, i) => {
+    let c = i;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const byTop = new Map(table.map((t, i) => [t >>> 24, i]));
+  for (;;) {
+    const head = `nk_${env}_${generateApiKey(env).slice(env.length + 4, env.length + 4 + 28)}`;
+    // Register after `head`, and the table entries the 4 last bytes must select to reach `crc`.
+    let state = ~crc32(Buffer.from(head)) >>> 0;
+    const picks: number[] = [];
+    let x = ~crc >>> 0;
+    for (let k = 0; k < 4; k++) {
+      const i = byTop.get(x >>> 24)!;
+      picks.unshift(i);
+      x = ((x ^ table[i]!) << 8) >>> 0;
+    }
+    let tail = '';
+    for (const i of picks) {
+      tail += String.fromCharCode((state ^ i) & 0xff);
+      state = (table[i]! ^ (state >>> 8)) >>> 0;
+    }
+    if (![...tail].every((c) => ALPHABET.includes(c))) continue;
+    let n = crc;
+    let sum = '';
+    for (let i = 0; i < 6; i++) {
+      sum = ALPHABET[n % 62]! + sum;
+      n = Math.floor(n / 62);
+    }
+    return head + tail + sum;
+  }
+}
