@@ -87,8 +87,7 @@ export function formBodyKind(headers: IncomingHttpHeaders): FormBodyKind {
   const kind: FormKind | null = form === null ? (json ? 'json' : null) : json ? `${form}+json` : form;
   if (kind === null) return 'none';
   if (!onlyTokens(headers['content-encoding'], 'identity') || !onlyTokens(te, 'chunked')) return 'unreadable';
-  const charset = charsetOf(ct);
-  if (charset !== null && !ASCII_COMPATIBLE.test(charset)) return 'unreadable';
+  if (!charsetsOf(ct).every((c) => ASCII_COMPATIBLE.test(c))) return 'unreadable';
   return kind;
 }
 
@@ -112,10 +111,14 @@ function onlyTokens(value: string | undefined, allowed: string): boolean {
   });
 }
 
-/** The `charset` parameter of a Content-Type, lowercase and unquoted, or null. */
-function charsetOf(ct: string): string | null {
-  const m = /;\s*charset\s*=\s*("?)([^";,\s]*)\1/i.exec(ct);
-  return m ? m[2]!.toLowerCase() : null;
+/**
+ * Every value a `charset=` anywhere in a Content-Type gives, lowercase and unquoted: the parameter,
+ * and any other place a parser could find one (Tomcat takes the first `charset=` in the header,
+ * so `xcharset=IBM037` is a charset to it; `charset*=` too). Linear: one global regex pass.
+ */
+function charsetsOf(ct: string): string[] {
+  if (!/charset/i.test(ct)) return [];
+  return [...ct.matchAll(/charset\s*\*?\s*=\s*("?)([^";,\s]*)\1/gi)].map((m) => m[2]!.toLowerCase());
 }
 
 /**
@@ -241,8 +244,9 @@ function escapeAt(s: Bytes, i: number, end: number): number {
 
 /**
  * Each character of the name `s[start, end)` as it is compared, passed to `visit` until it returns
- * false: leading whitespace dropped, `' '`, `.` and `-` as `_`, lowercase, NUL as 0; stops at the
- * first `[`. `%`-decodes once (`%XX` and `%uXXXX`) when `decode`, reads `+` as a space when `plus`.
+ * false: leading whitespace, `[` and `]` dropped, `' '`, `.` and `-` as `_`, lowercase, NUL as 0;
+ * stops at the first `[` or `]` after that (Rack's `normalize_params` reads `[_method]`, `]_method`
+ * and `_method]` as `_method`, qs reads `[_method]` so, PHP `_method[]` as an array `_method`). `%`-decodes once (`%XX` and `%uXXXX`) when `decode`, reads `+` as a space when `plus`.
  */
 function readName(
   s: Bytes,
@@ -262,9 +266,9 @@ function readName(
         i += escLength - 1;
       }
     } else if (plus && c === PLUS) c = SPACE;
-    if (leading && c !== 0 && isWhitespace(c)) continue;
+    if (leading && c !== 0 && (isWhitespace(c) || isBracket(c))) continue;
     if (c !== 0) leading = false;
-    if (c === 0x5b /* [ */) return;
+    if (isBracket(c)) return;
     if (!visit(c === SPACE || c === 0x2e /* . */ || c === 0x2d /* - */ ? 0x5f : lower(c))) return;
   }
 }
@@ -278,6 +282,11 @@ function normalisedName(name: string): string {
     return true;
   });
   return out;
+}
+
+/** `[` or `]`: dropped before a name, and the end of one after it. */
+function isBracket(c: number): boolean {
+  return c === 0x5b || c === 0x5d;
 }
 
 function lower(c: number): number {
@@ -313,13 +322,13 @@ function nameMatches(
         i += escLength - 1;
       }
     } else if (plus && c === PLUS) c = SPACE;
-    if (leading && c !== 0 && isWhitespace(c)) continue;
+    if (leading && c !== 0 && (isWhitespace(c) || isBracket(c))) continue;
     if (c === 0) {
       cut = true;
       continue;
     }
     leading = false;
-    if (c === 0x5b /* [ */) break;
+    if (isBracket(c)) break;
     const k = c === SPACE || c === 0x2e /* . */ || c === 0x2d /* - */ ? 0x5f : lower(c);
     skipNul = skipNul?.next.get(k);
     if (!cut) cutNul = cutNul?.next.get(k);
@@ -437,7 +446,15 @@ function multipartNamesOverride(s: Buffer, scan: Scan): boolean {
 /** Whether a name whose first character is `c` can be a key (after decoding or dropping whitespace). */
 function mayStart(c: number, scan: Scan): boolean {
   const l = lower(c);
-  return scan.starts.has(l) || l === PERCENT || l === PLUS || l === 0 || l === BACKSLASH || isWhitespace(l);
+  return (
+    scan.starts.has(l) ||
+    l === PERCENT ||
+    l === PLUS ||
+    l === 0 ||
+    l === BACKSLASH ||
+    isBracket(l) ||
+    isWhitespace(l)
+  );
 }
 
 /** Whether the value after a `=` at `i` may start a key: its first character past whitespace and a quote. */

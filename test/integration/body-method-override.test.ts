@@ -144,6 +144,13 @@ describe('method override in a form body', () => {
     'no value': '_method',
     '%u escape (.NET HttpUtility.UrlDecode)': '%u005Fmethod=DELETE',
     '%u escapes in X-HTTP-Method-Override': 'X%u002DHTTP%u002DMethod%u002DOverride=DELETE',
+    // Final attack pass N1: qs reads `[_method]` as `_method`, Rack's normalize_params also
+    // `_method]`, `]_method` and `[[_method]]`.
+    'in brackets (qs, Rack)': '[_method]=DELETE',
+    'in %-encoded brackets': '%5B_method%5D=DELETE',
+    'a closing bracket after (Rack)': '_method]=DELETE',
+    'a closing bracket before (Rack)': ']_method=DELETE',
+    'in double brackets (Rack)': 'a=1&[[_method]]=DELETE',
   };
   for (const [name, body] of Object.entries(urlencoded)) {
     test(`urlencoded, ${name}: 400, nothing forwarded`, async () => {
@@ -373,6 +380,11 @@ describe('method override in a form body', () => {
       const body = Buffer.from('_method=DELETE', 'utf16le');
       const r = await post(g, body, { 'Content-Type': `${FORM}; charset=${charset}` });
       assert.equal(r.status, 415, `${charset}: ${r.body}`);
+    }
+    // Final attack pass N2: Tomcat takes the first `charset=` anywhere in the header.
+    for (const params of ['; xcharset=IBM037', '; charset*=utf-16']) {
+      const r = await post(g, 'a=1', { 'Content-Type': `${FORM}${params}` });
+      assert.equal(r.status, 415, `${params}: ${r.body}`);
     }
     assert.equal(upstream.received.length, 0);
   });

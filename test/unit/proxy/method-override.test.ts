@@ -93,6 +93,9 @@ describe('formBodyKind', () => {
         'unreadable',
         cs,
       );
+    // A `charset=` anywhere counts (Tomcat takes the first one in the header), and `charset*=`.
+    for (const ct of ['; xcharset=IBM037', ';x-charset=utf-16', '; charset*=utf-16', '; a=1 charset=cp500'])
+      assert.equal(formBodyKind({ ...f, 'content-type': `${f['content-type']}${ct}` }), 'unreadable', ct);
     for (const cs of ['utf-8', 'UTF8', '"iso-8859-1"', 'windows-1252', 'Shift_JIS', 'us-ascii'])
       assert.equal(
         formBodyKind({ ...f, 'content-type': `${f['content-type']}; charset=${cs}` }),
@@ -136,6 +139,14 @@ describe('createFormOverrideScanner, urlencoded', () => {
       '_method[]=DELETE',
       '_method[a][b]=DELETE',
       '_method[=DELETE',
+      // Rack's normalize_params drops leading `[`/`]` and ends a name at one; qs reads `[a]` as `a`.
+      '[_method]=DELETE',
+      '%5B_method%5D=DELETE',
+      '_method]=DELETE',
+      ']_method=DELETE',
+      '[[_method]]=DELETE',
+      '+[_method]=DELETE',
+      'a=1&[_method]=DELETE',
       '%5Fmethod=DELETE',
       '%5fMETHOD=DELETE',
       '_method%00junk=DELETE',
@@ -175,6 +186,9 @@ describe('createFormOverrideScanner, urlencoded', () => {
       '%u5Fmethod=DELETE', // not four hex digits: `%u5F` is not an escape
       '%u005Fmethods=DELETE',
       'a=%u005Fmethod',
+      'x[_method]=DELETE', // a key inside x, not an override
+      '[method]=DELETE',
+      '[x]_method=DELETE',
     ])
       assert.equal(form(b), false, b);
   });
@@ -199,6 +213,8 @@ describe('createFormOverrideScanner, multipart', () => {
       'form-data; name="  _method"',
       'form-data; name="\\_me\\thod"',
       'form-data; name="_method[]"',
+      'form-data; name="[_method]"',
+      'form-data; name="_method]"',
       'form-data; name="%5Fmethod"',
       'form-data; name="x-http-method"',
       "form-data; name*=utf-8''%5Fmethod",
@@ -290,6 +306,7 @@ describe('createFormOverrideScanner, multipart Content-ID (Rack names a part wit
       'X-Content-ID: _method', // Rack's regex is not anchored
       'Content-ID: x-http-method-override',
       'Content-ID: _method[]',
+      'Content-ID: [_method]',
     ])
       assert.equal(multi(related(h)), true, h);
     assert.equal(multi('Content-ID:\r\n _method\r\n'), true, 'whitespace after the colon spans lines (\\s*)');
