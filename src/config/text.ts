@@ -12,21 +12,29 @@
  *   them, and they change no order;
  * - `\p{Zl}`, `\p{Zp}`: the line and paragraph separators U+2028 and U+2029;
  * - `\p{Cs}`: an unpaired surrogate (not text at all; with the `u` flag a pair is one code point,
- *   so emoji and other characters outside the BMP pass).
+ *   so emoji and other characters outside the BMP pass);
+ * - `\p{Co}`: private-use characters (no agreed glyph);
+ * - every other default-ignorable code point, which renders as nothing: Hangul fillers (U+115F,
+ *   U+1160, U+3164, U+FFA0), the combining grapheme joiner U+034F, Khmer and Mongolian invisible
+ *   vowels and selectors (final attack pass, F6 re-check). Variation selectors pass: emoji
+ *   presentation (`❤️`) needs them.
  * Letters of every script, marks, digits, punctuation, symbols and spaces (NBSP included) pass.
  */
-const REFUSED_TEXT_CHARACTER = /(?![\u200c\u200d])[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+const REFUSED_TEXT_CHARACTER =
+  // eslint-disable-next-line no-misleading-character-class -- joiners and selectors are matched one by one, on purpose
+  /(?![\u200c\u200d\ufe00-\ufe0f\u{e0100}-\u{e01ef}])[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
 
 /** The message of a refusal (the field is named by the caller's schema path). */
 export const DISPLAY_TEXT_MESSAGE =
   'must not contain control characters (line breaks, tabs, escapes), invisible format characters ' +
-  '(bidi marks and overrides, zero-width characters, BOM) or unpaired surrogates';
+  '(bidi marks and overrides, zero-width characters, BOM, fillers), private-use characters or unpaired surrogates';
 
 /** Whether `v` is free text that can be shown as it is: none of the refused characters. */
 export function isDisplayText(v: string): boolean {
   return !REFUSED_TEXT_CHARACTER.test(v);
 }
 
+// eslint-disable-next-line no-misleading-character-class -- as above
 const REFUSED_TEXT_CHARACTERS = new RegExp(REFUSED_TEXT_CHARACTER.source, 'gu');
 
 /**

@@ -32,6 +32,14 @@ describe('isDisplayText', () => {
       'a\u2028b',
       'a\u2029b',
       'a\u{e0041}b',
+      'a\u3164b', // Hangul filler
+      'a\u115fb',
+      'a\uffa0b',
+      'a\u034fb', // combining grapheme joiner
+      'a\u17b4b',
+      'a\u180eb',
+      'a\ue000b', // private use
+      'a\u{f0000}b',
       '\ud800',
       'a\udc00',
       '\udc00\ud800',
@@ -51,6 +59,7 @@ describe('isDisplayText', () => {
       'می\u200cخواهم', // Persian: the zero-width non-joiner is part of the spelling
       'क्\u200dष', // Devanagari with a zero-width joiner
       'family 👩\u200d👩\u200d👧', // an emoji sequence joined with ZWJ
+      'heart \u2764\ufe0f', // emoji presentation selector
       'a\u00a0b',
       'a\u3000b',
       '¥100 & €5 (test) #1',
