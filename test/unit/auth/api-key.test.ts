@@ -77,6 +77,21 @@ describe('api key format', () => {
     );
   });
 
+  test('KEY_LIKE_PATTERN: every generated key, in text; not shorter bodies or other shapes', () => {
+    for (const env of ['live', 'test', 'ab', 'staging2024']) {
+      const key = generateApiKey(env);
+      assert.ok(KEY_LIKE_PATTERN.test(`x ${key} y`), key);
+    }
+    for (const s of [
+      'nk_live_abc',
+      `nk_1ive_${'a'.repeat(38)}`,
+      `nk_l_${'a'.repeat(38)}`,
+      `nk_live_${'a'.repeat(37)}-`,
+    ])
+      assert.equal(KEY_LIKE_PATTERN.test(s), false, s);
+    assert.equal(KEY_LIKE_PATTERN.test(`nk_live!_${'a'.repeat(38)}`), false);
+  });
+
   test('property: random strings never parse as our keys unless checksummed', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 300 }), (s) => {

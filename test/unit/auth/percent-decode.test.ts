@@ -75,6 +75,7 @@ describe('percentDecode', () => {
       ['%FF', '\uFFFD'],
       ['%C3', '\uFFFD'],
       ['%C3x', '\uFFFDx'],
+      ['%C3xA9', '\uFFFDxA9'], // only a `%` starts an escape, also inside a sequence
       ['%C3%C3%A9', '\uFFFDé'],
       ['%E2%82', '\uFFFD'],
       ['%ED%A0%80', '\uFFFD\uFFFD\uFFFD'],
