@@ -57,6 +57,8 @@ export interface KeyMaterialMatcher {
   find(text: string): KeyMaterialFinding | null;
   /** `text` with escapes undone, lowercased, letters and digits only: the form `spanIn` reads. */
   normalise(text: string): string;
+  /** `text` as sent (escapes left as they are), lowercased, letters and digits only. */
+  normaliseRaw(text: string): string;
   /** Where in a `normalise`d string (e.g. several values joined) a copy of the secret sits, or null. */
   spanIn(normalised: string): [number, number] | null;
   /**
@@ -165,6 +167,7 @@ export function createKeyMaterialMatcher(key: string): KeyMaterialMatcher {
     holds: (text) => find(text) !== null,
     find,
     normalise: (text) => strip(decodedForms(text)?.at(-1) ?? text),
+    normaliseRaw: strip,
     spanIn,
     piecesIn: (n) => (secret === null ? null : findPieces(n, secret)),
   };
@@ -245,8 +248,9 @@ function findPieces(n: string, secret: Secret): [number, number][] | null {
 
 /**
  * Whether `text` (a URL: path segments, matrix parameters, query names and values) holds the
- * presented key's secret split into pieces: after undoing escapes and removing everything that is
- * not a letter or digit (`normalise`), stretches of at least 8 characters of the secret, in any
+ * presented key's secret split into pieces: after undoing escapes (`normalise`), or as sent
+ * (`normaliseRaw`: an escape between pieces can decode to a character that breaks a stretch), and
+ * removing everything that is not a letter or digit, stretches of at least 8 characters of the secret, in any
  * order and with anything between them, cover 24 of its characters (`piecesIn`, the rule the
  * header scrubber applies across headers). Linear in the length of `text`; false without a key.
  *
@@ -254,7 +258,7 @@ function findPieces(n: string, secret: Secret): [number, number][] | null {
  * holdsSplitCopy(m, `/send/${body.slice(0, 19)}?x=${body.slice(19)}`) // true
  */
 export function holdsSplitCopy(m: KeyMaterialMatcher, text: string): boolean {
-  return m.piecesIn(m.normalise(text)) !== null;
+  return m.piecesIn(m.normalise(text)) !== null || m.piecesIn(m.normaliseRaw(text)) !== null;
 }
 
 /**

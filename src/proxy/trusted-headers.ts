@@ -532,42 +532,48 @@ const GRAZE_LIMIT = 4;
 /**
  * A key split over several headers, header names or cookie pairs (`X-A: nk_live_AbC…`, `X-B: …xYz`;
  * `X-<first half>: <second half>`; `a=<first half>; b=<second half>`): the names and values kept so
- * far, and each cookie pair on its own, are normalised (escapes undone, Unicode folded, letters and
- * digits only) and joined in order. When stretches of 8 or more characters of the secret in the
- * join, in any order and with anything between them, together cover 24 of its characters
- * (`piecesIn`), every header taking part is dropped (from `Cookie`, the pairs), until none is left.
+ * far, and each cookie pair on its own, are normalised and joined, each header's name before its
+ * value. When stretches of 8 or more characters of the secret in the join, in any order and with
+ * anything between them, together cover 24 of its characters (`piecesIn`), every header taking part
+ * is dropped (from `Cookie`, the pairs), until no join shows one. Four joins are read: pieces
+ * normalised with escapes undone (`normalise`) and as sent (`normaliseRaw`: an escape such as `&#9`
+ * or `%6f` between two pieces would otherwise break a stretch that the raw text holds, final attack
+ * pass F2), each with the headers in the order they came and in the reverse order: http-proxy copies
+ * the headers onto the upstream request in reverse (`util._extend` walks the keys backwards), so
+ * pieces sent in reverse order reach the upstream in the right one (final attack pass F1).
  * A piece that holds fewer than 4 characters of a stretch, at its edge, is kept. Each round drops
- * at least one piece, so this ends. Base64 or hex split
- * over headers is not put back together.
+ * at least one piece, so this ends. Base64 or hex split over headers is not put back together.
  */
 function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void {
   for (;;) {
-    /** Per piece: its header, and for a cookie pair its index in `pairs`. */
+    /** Per piece: its header, for a cookie pair its index in `pairs`, and its two normal forms. */
     const owners: string[] = [];
     const pairIndex: number[] = [];
-    const ends: number[] = [];
+    const forms: [decoded: string, raw: string][] = [];
+    /** Where each header's pieces start, in `owners` order (for the reverse join). */
+    const groups: number[] = [];
     let pairs: string[] | null = null;
-    let joined = '';
     const add = (text: string, name: string, pair: number) => {
-      joined += text;
       owners.push(name);
       pairIndex.push(pair);
-      ends.push(joined.length);
+      forms.push([m.normalise(text), m.normaliseRaw(text)]);
     };
     for (const name in out) {
       const v = out[name];
       if (v === undefined) continue;
-      add(m.normalise(name), name, -1);
+      groups.push(owners.length);
+      add(name, name, -1);
       if (name === 'cookie' && typeof v === 'string') {
         pairs = v
           .split(';')
           .map((p) => p.trim())
           .filter((p) => p !== '');
-        pairs.forEach((p, i) => add(m.normalise(p), name, i));
-      } else add(m.normalise(typeof v === 'string' ? v : v.join(',')), name, -1);
+        pairs.forEach((p, i) => add(p, name, i));
+      } else add(typeof v === 'string' ? v : v.join(','), name, -1);
     }
-    const spans = m.piecesIn(joined);
-    if (spans === null) return;
+    const found = findSplitCopy(forms, groups, m);
+    if (found === null) return;
+    const { order, ends, spans } = found;
     const droppedPairs = new Set<number>();
     // A stretch is extended as far as the join goes on matching the secret, so the next header's
     // name or value can continue it by a character or two by chance (`…Kx` + `x-innocent`): such a
@@ -586,8 +592,9 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
         const start = i === 0 ? 0 : ends[i - 1]!;
         const inside = Math.min(ends[i]!, to) - Math.max(start, from);
         if (inside < GRAZE_LIMIT && inside < ends[i]! - start) continue;
-        if (pairIndex[i]! >= 0) droppedPairs.add(pairIndex[i]!);
-        else delete out[owners[i]!];
+        const piece = order[i]!;
+        if (pairIndex[piece]! >= 0) droppedPairs.add(pairIndex[piece]!);
+        else delete out[owners[piece]!];
       }
     }
     if (pairs !== null && out.cookie !== undefined && droppedPairs.size > 0) {
@@ -596,6 +603,39 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
       else delete out.cookie;
     }
   }
+}
+
+/**
+ * The first of the four joins (decoded and raw forms; headers in order and reversed, each header's
+ * pieces kept in order) in which `piecesIn` finds a split copy: the pieces' order in that join,
+ * where each ends in it, and the stretches; null when none holds one.
+ */
+function findSplitCopy(
+  forms: [string, string][],
+  groups: number[],
+  m: KeyMaterialMatcher,
+): { order: number[]; ends: number[]; spans: [number, number][] } | null {
+  const forward = forms.map((_, i) => i);
+  const reverse: number[] = [];
+  for (let g = groups.length - 1; g >= 0; g--) {
+    const to = g + 1 < groups.length ? groups[g + 1]! : forms.length;
+    for (let i = groups[g]!; i < to; i++) reverse.push(i);
+  }
+  // Without escapes the raw join is the decoded one: read it once.
+  const readRaw = forms.some(([decoded, raw]) => decoded !== raw);
+  for (const form of readRaw ? ([0, 1] as const) : ([0] as const)) {
+    for (const order of [forward, reverse]) {
+      let joined = '';
+      const ends: number[] = [];
+      for (const i of order) {
+        joined += forms[i]![form];
+        ends.push(joined.length);
+      }
+      const spans = m.piecesIn(joined);
+      if (spans !== null) return { order, ends, spans };
+    }
+  }
+  return null;
 }
 
 /** The header names listed in a `Connection` value, in normal form, or null when none. */

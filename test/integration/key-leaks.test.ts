@@ -167,6 +167,30 @@ describe('key material in other shapes, other keys, forwarding headers', () => {
     assert.ok(!t.logText().includes(bodyOf(key)), 'the key reached the log');
   });
 
+  test('A: pieces in reverse header order, or around escapes, do not reach the upstream whole (final attack pass F1, F2)', async () => {
+    const secret = bodyOf(key);
+    const pieces: string[] = [];
+    for (let i = 0; i < secret.length; i += 7) pieces.push(secret.slice(i, i + 7));
+    // http-proxy writes the headers to the upstream in reverse: sent backwards, they arrive in order.
+    const reversed = [...pieces].reverse().map((p): [string, string] => [p, '-']);
+    const nameValue = [...pieces].reverse().map((p): [string, string] => [p.slice(0, 4), p.slice(4) || '-']);
+    // `&#` before a digit: decoded, the digit becomes a tab; raw, the secret is whole.
+    const eaten = secret.replace(/(\d)(?=\D|$)/g, '&#$1');
+    const cut = eaten.length >> 1;
+    const escaped: [string, string][] = [[`X-${eaten.slice(0, cut)}`, eaten.slice(cut)]];
+    const cookie: [string, string][] = [['Cookie', `p=${eaten.slice(0, cut)}; q=${eaten.slice(cut)}`]];
+    for (const [label, headers] of Object.entries({ reversed, nameValue, escaped, cookie })) {
+      upstream.received.length = 0;
+      const r = await send(t.port, '/notify/v1/x', {
+        headers: [['X-API-Key', key], ...headers, ['X-Innocent', 'stays']],
+      });
+      assert.equal(r.status, 200, label);
+      const got = upstream.received[0]!;
+      assertNoSecret(got, key, label);
+      assert.deepEqual(valuesOf(got, 'x-innocent'), ['stays'], label);
+    }
+  });
+
   test('A: a key split across two headers does not reach the upstream whole; unrelated headers stay', async () => {
     for (const at of [8, 20, 30]) {
       upstream.received.length = 0;

@@ -248,6 +248,34 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
     }
   });
 
+  test('pieces in reverse header order (http-proxy copies headers backwards onto the upstream request)', () => {
+    // Final attack pass F1: 7-character pieces, each under the 8 a stretch needs, in reverse order;
+    // on the wire they arrive in the right order and spell the whole secret.
+    const pieces: string[] = [];
+    for (let i = 0; i < body.length; i += 7) pieces.push(body.slice(i, i + 7));
+    const names: IncomingHttpHeaders = { 'x-api-key': key, accept: 'a' };
+    for (const p of [...pieces].reverse()) names[p.toLowerCase()] = '-';
+    assert.deepEqual(scrub(names), { accept: 'a' });
+    // Name and value split (4 + 3), reversed too.
+    const split: IncomingHttpHeaders = { 'x-api-key': key, accept: 'a' };
+    for (const p of [...pieces].reverse()) split[p.slice(0, 4).toLowerCase()] = p.slice(4);
+    assert.deepEqual(scrub(split), { accept: 'a' });
+  });
+
+  test('escapes between pieces do not break a copy the raw text holds (`&#9`, `%6f` decode to other characters)', () => {
+    // Final attack pass F2: `&#` before a digit makes the decoded form lose that digit (a tab), so
+    // only the raw form, separators removed, holds the secret whole.
+    const eaten = body.replace(/(\d)(?=\D|$)/g, '&#$1');
+    const cut = eaten.length >> 1;
+    const out = scrub({ 'x-api-key': key, [`x-${eaten.slice(0, cut)}`]: eaten.slice(cut), accept: 'a' });
+    assert.deepEqual(out, { accept: 'a' });
+    const cookie = scrub({
+      'x-api-key': key,
+      cookie: `a=1; p=${eaten.slice(0, cut)}; q=${eaten.slice(cut)}`,
+    });
+    assert.deepEqual(cookie, { cookie: 'a=1' });
+  });
+
   test('with several X-API-Key values, valid keys are still found, nothing else is', () => {
     const other = generateApiKey('live');
     assert.deepEqual(
