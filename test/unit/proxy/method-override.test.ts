@@ -511,3 +511,316 @@ describe('createFormOverrideScanner, cost', () => {
 function fill(unit: string, size: number): Buffer {
   return Buffer.from(unit.repeat(Math.ceil(size / unit.length)).slice(0, size), 'latin1');
 }
+
+describe('mutation edges, part 1 (lines < 450)', () => {
+  const form1 = { 'content-length': '10', 'content-type': 'application/x-www-form-urlencoded' };
+  const names =
+    (...n: string[]) =>
+    (body: string, kind: FormKind = 'urlencoded') =>
+      createFormOverrideScanner(n)(Buffer.from(body, 'latin1'), kind);
+  const cd = (d: string) => `--b\r\nContent-Disposition: ${d}\r\n\r\nDELETE\r\n--b--\r\n`;
+  /** Every default name's character %-encoded: the longest one is 22 characters. */
+  const encodeAll = (s: string) =>
+    [...s].map((ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  const longest = 'x-http-method-override';
+  // The bound on a value read for a name: the longest key, each character %-encoded, plus 1 and 8.
+  const maxRaw = 3 * (longest.length + 1) + 8;
+
+  test('ASCII-compatible charset labels, each spelling the list allows, are readable', () => {
+    for (const cs of [
+      'utf8',
+      'utf-8',
+      'ascii',
+      'us-ascii',
+      'iso8859-1',
+      'iso-8859-1',
+      'iso-8859-15',
+      'latin1',
+      'latin-9',
+      'l1',
+      'l9',
+      'windows-1250',
+      'cp1252',
+      'cp-1251',
+      'windows1259',
+      'shift_jis',
+      'sjis',
+      'euc-jp',
+      'euc-kr',
+      'euc-cn',
+      'gbk',
+      'gb2312',
+      'gb18030',
+      'big5',
+      'koi8-r',
+      'koi8-u',
+      'KOI8-R',
+    ])
+      assert.equal(
+        formBodyKind({ ...form1, 'content-type': `${form1['content-type']}; charset=${cs}` }),
+        'urlencoded',
+        cs,
+      );
+  });
+  test('labels that only contain or resemble an ASCII-compatible one are unreadable', () => {
+    for (const cs of [
+      'x-utf-8',
+      'utf-8x',
+      'xascii',
+      'iso-8859-123',
+      'iso-8859-x',
+      'latin-x',
+      'lx',
+      'l12',
+      'cp-12521',
+      'windows-1260',
+      'euc-tw',
+      'koi8-x',
+      'gb',
+      'big5x',
+      'utf-16be',
+    ])
+      assert.equal(
+        formBodyKind({ ...form1, 'content-type': `${form1['content-type']}; charset=${cs}` }),
+        'unreadable',
+        cs,
+      );
+  });
+  test('the charset parameter is found however it is spaced', () => {
+    for (const ct of [
+      'application/x-www-form-urlencoded;charset=utf-16',
+      'application/x-www-form-urlencoded;  charset=utf-16',
+      'application/x-www-form-urlencoded; charset = utf-16',
+      'application/x-www-form-urlencoded; CHARSET="UTF-16"',
+    ])
+      assert.equal(formBodyKind({ ...form1, 'content-type': ct }), 'unreadable', ct);
+  });
+  test('media type after leading whitespace; empty and spaced coding tokens are identity', () => {
+    assert.equal(
+      formBodyKind({ ...form1, 'content-type': '  multipart/form-data; boundary=x' }),
+      'multipart',
+    );
+    assert.equal(formBodyKind({ ...form1, 'content-type': '\tmultipart/mixed' }), 'multipart');
+    for (const ce of ['', 'identity,', ' identity , identity ', ',identity'])
+      assert.equal(formBodyKind({ ...form1, 'content-encoding': ce }), 'urlencoded', JSON.stringify(ce));
+    assert.equal(formBodyKind({ 'transfer-encoding': ' chunked ,' }), 'urlencoded');
+    assert.equal(formBodyKind({ 'transfer-encoding': 'chunked, gzip' }), 'unreadable');
+  });
+
+  test('configured names that normalise to nothing are no names: nothing is refused', () => {
+    for (const n of [[''], [' '], ['[x]'], ['\u0000']])
+      for (const body of ['%20=1', '+=1', '%00=1', ' =1', '=1', '%5Bx=1', 'a=1&[=2'])
+        assert.equal(names(...n)(body), false, `${JSON.stringify(n)} ${body}`);
+    // With a real name alongside, a whitespace-only or empty form name still is none.
+    for (const body of ['+=1', '%20=1', '%00=1', '[x]=1', '%5B=1', 'a=1&+&b=2'])
+      assert.equal(names('_method', ' ')(body), false, body);
+  });
+  test('configured names are normalised like body names: leading whitespace, NUL, [, separators, case', () => {
+    const cases: [string, string, boolean][] = [
+      [' _method', '_method=1', true],
+      ['\t_method', '_method=1', true],
+      [' _method', '__method=1', false],
+      ['\u0000 _method', '_method=1', true],
+      ['_me\u0000thod', '_method=1', true],
+      ['_method[x]', '_method=1', true],
+      ['_method[x]', '_method[x=1', true],
+      ['x method', 'x_method=1', true],
+      ['x method', 'xmethod=1', false],
+      ['x.method', 'x_method=1', true],
+      ['x-method', 'x_method=1', true],
+      ['ABZ', 'abz=1', true],
+      ['abz', 'ABZ=1', true],
+      ['Az', 'aZ=1', true],
+      // A configured name is not %-decoded and `+` is not a space in it.
+      ['%5Fx', '_x=1', false],
+      ['%5Fx', '%255Fx=1', true],
+      ['a+b', 'a_b=1', false],
+      ['a+b', 'a%2Bb=1', true],
+      ['a+b', 'a+b=1', false],
+    ];
+    for (const [name, body, expected] of cases)
+      assert.equal(names(name)(body), expected, `${JSON.stringify(name)} ${body}`);
+  });
+
+  test('%XX and %uXXXX escapes: exactly hex digits, and the escape is consumed whole', () => {
+    // A configured name spelt with a literal `%` is met by the same characters only when they are
+    // not an escape (an escape is decoded first).
+    const cases: [string, boolean][] = [
+      ['%zz', true],
+      ['%5z', true],
+      ['%z5', true],
+      ['%4v', true],
+      ['%3q', true],
+      ['%5g', true],
+      ['%/0', true],
+      ['%:0', true],
+      ['%`1', true],
+      ['%@1', true],
+      ['%G1', true],
+      ['%uz000', true],
+      ['%u0z00', true],
+      ['%u00z0', true],
+      ['%u001z', true],
+      ['%u006z', true],
+      ['%u1234', false],
+      ['%u0100', false],
+      ['%u0015', false],
+      ['%u0051', false],
+      ['%u1000', false],
+      ['%15', false],
+      ['%51', false],
+      ['%a1', false],
+      ['%f1', false],
+      ['%A1', false],
+      ['%F1', false],
+      ['%91', false],
+      ['%01', false],
+    ];
+    for (const [name, literal] of cases) {
+      const scanner = names(name);
+      assert.equal(scanner(`${name}=1`), literal, name);
+      assert.equal(scanner(`a=1&${name}=1&b=2`), literal, `${name} in the middle`);
+    }
+  });
+  test('escapes decode to the character they encode, and nothing else', () => {
+    const q = names('q');
+    for (const b of ['%51=1', '%71=1', '%u0051=1', '%U0071=1', 'a&%51']) assert.equal(q(b), true, b);
+    for (const b of ['%5v=1', '%3Q=1', '%4q=1', '%5!=1', '%u005v=1', '%u0151=1', '%u1051=1', '%5q'])
+      assert.equal(q(b), false, b);
+    for (const b of ['%0a_method=1', '%0A_method=1', '%0d%0C_method=1', '%u000a_method=1'])
+      assert.equal(form(b), true, b);
+    for (const b of [
+      '%4vmethod=1',
+      '%3?method=1',
+      '%5?method=1',
+      '%5005Fmethod=1',
+      '%u006zmethod=1',
+      '%u015Fmethod=1',
+      '%u105Fmethod=1',
+      '%u0?5Fmethod=1',
+      '%01_method=1',
+      '\u0001_method=1',
+      '\u0008_method=1',
+      '%u0001_method=1',
+    ])
+      assert.equal(form(b), false, b);
+  });
+  test('an escape cut short by the end of the name is no escape', () => {
+    // `_method%5` is no `_method` (no framework drops a broken escape).
+    for (const b of ['_method%', '_method%5', '_method%u', '_method%u00', '_method%u005', '%', '%5', '%u005'])
+      for (const tail of ['', '=1', '&a=1']) assert.equal(form(b + tail), false, b + tail);
+    // A literal-% name is met by a cut-short escape.
+    assert.equal(names('a%5')('a%5=1'), true);
+    assert.equal(names('a%u005')('a%u005'), true);
+    // Past the name's end lie other bytes: they complete no escape. The first value leaves its
+    // bytes in the buffer the next one is read into.
+    for (const d of [
+      'form-data; name="aaaaaaaa4"; name="_metho%6"',
+      'form-data; name="aaaaaaaaaaa4"; name="_metho%u006"',
+      'form-data; name="aaaaaaaaaF"; name="_method%5"',
+    ])
+      assert.equal(multi(cd(d)), false, d);
+    assert.equal(multi('Content-ID: _metho%6\r\n4'), false);
+    assert.equal(multi('Content-ID: _metho%u006\r\n4'), false);
+  });
+
+  test('urlencoded: every piece is read, not only the last; its name ends at its first =', () => {
+    for (const b of [
+      '_method=1&a=2',
+      '_method&a=2',
+      '_method;a',
+      '%5Fmethod=1&a=2',
+      '+_method=1&a=2',
+      '_method=a=b&x=1',
+      '_method=a=b',
+      '_method==',
+      'a&_method&b',
+      'x-http-method-override=1;_=2',
+    ])
+      assert.equal(form(b), true, b);
+    for (const b of ['a=_method&b=2', 'a=1=_method&b', '&=_method&', 'a=b=_method', '_method_=1&a=_method'])
+      assert.equal(form(b), false, b);
+  });
+
+  test('multipart: a name spelt with a literal % or + is compared as sent as well as decoded', () => {
+    const literal = names('%41b', 'a+b', 'a+%41');
+    for (const d of [
+      'form-data; name="%41b"',
+      'form-data; name="a+%41"',
+      'form-data; name="a+%62"',
+      'form-data; name=%41b',
+      'form-data; name="a+b"',
+      'form-data; name*0="%4"; name*1="1b"',
+      'form-data; name*0="a+"; name*1="b"',
+    ])
+      assert.equal(literal(cd(d), 'multipart'), true, d);
+    for (const d of ['form-data; name="Ab"', 'form-data; name="a b"', 'form-data; name="a_b"'])
+      assert.equal(literal(cd(d), 'multipart'), false, d);
+  });
+
+  test('multipart: the longest name fully %-encoded, in every spelling up to the bound, is read', () => {
+    const enc = encodeAll(longest); // 66 characters
+    for (const d of [
+      `form-data; name="${enc}"`,
+      `form-data; name*=utf-8''${enc}`,
+      `form-data; name*=UTF-8'en'${enc}`,
+      // Whitespace that is part of the value (not dropped before it) counts, up to maxRaw.
+      `form-data; name="${'\u000b'.repeat(maxRaw - enc.length)}${enc}"`,
+      `form-data; name*="${'\u000b'.repeat(maxRaw - longest.length)}${longest}"`,
+      `form-data; name*0="${'\u000b'.repeat(maxRaw - longest.length)}"; name*1="${longest}"`,
+      `form-data; name*0="${'\u000b'.repeat(maxRaw - longest.length - 1)}"; name*1="${longest}"`,
+    ])
+      assert.equal(multi(cd(d)), true, d);
+  });
+
+  test('multipart: RFC 2047 words are read up to one word per character of the longest name', () => {
+    // One word per character, each with the longest label (64): (22 + 2) × (64 + 12) characters are
+    // read after the `=`. The words are preceded by spaces (dropped) up to exactly that bound.
+    const words = [...longest].map((ch) => `=?${'a'.repeat(64)}?Q?${ch}?=`).join('');
+    const bound = (longest.length + 2) * (64 + 12);
+    const value = `"${' '.repeat(bound - 1 - words.length)}${words}`;
+    assert.equal(value.length, bound);
+    assert.equal(multi(`form-data; name=${value}"`), true);
+    assert.equal(multi(`form-data; name=${value}`), true, 'no closing quote: the word ends the body');
+    // A token value whose word ends the body.
+    for (const b of [
+      'name==?utf-8?B?X21ldGhvZA==?=',
+      'name= =?utf-8?Q?=5Fmethod?=',
+      'name="=?utf-8?Q?=5Fmethod?=',
+    ])
+      assert.equal(multi(b), true, b);
+  });
+
+  test('multipart: RFC 2231 continuations, repeated indexes, gaps, empty and over-long pieces', () => {
+    const long = 'x'.repeat(maxRaw);
+    for (const d of [
+      // A repeated index starts the next parameter, whose pieces are then joined.
+      'form-data; name*0="x"; name*0="_me"; name*1="thod"',
+      'form-data; name*0="a"; name*1="b"; name*0="_me"; name*1="thod"',
+      'form-data; name*0="a"; name*1="b"; name*0="_me"; name*5="thod"',
+      'form-data; name*0="a"; name*1="b"; name*2="c"; name*0="_me"; name*1="th"; name*2="od"',
+      // Joined in index order, whatever the order sent.
+      'form-data; name*1="th"; name*0="_me"; name*2="od"',
+      'form-data; name*2="od"; name*0="_me"; name*1="th"',
+      'form-data; name*2="od"; name*1="th"; name*0="_me"',
+      'form-data; name*3="od"; name*1="me"; name*0="_"; name*2="th"',
+      // An empty piece adds nothing, and is no index to repeat.
+      'form-data; name*0="_me"; name*1=""; name*1="thod"',
+      'form-data; name*0=""; name*0="_me"; name*1="thod"',
+      // After an over-long parameter, the next one is read again.
+      `form-data; name*0="a"; name*1="${long}"; name*0="_me"; name*1="thod"`,
+    ])
+      assert.equal(multi(cd(d)), true, d);
+    for (const d of [
+      // The over-long piece is part of the name: `_me` + 77 × x + `thod` is no override.
+      `form-data; name*0="_me"; name*1="${long}"; name*2="thod"`,
+      `form-data; name*0="_me"; name*1="${long}x"; name*2="thod"`,
+      `form-data; name*0="${long}"; name*1="${long}"; name*2="${long}"; name*3="${long}"; name*4="_method"`,
+      `form-data; name*0="${long}"; name*1="_method"`,
+      // `=?` without a whole encoded word.
+      'form-data; name*0="a=?"; name*1="b"',
+      'form-data; name*0="=?utf-8?Q?=5Fmethod"; name*1="x"',
+    ])
+      assert.equal(multi(cd(d)), false, d);
+  });
+});
