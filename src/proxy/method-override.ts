@@ -155,9 +155,50 @@ export function createFormOverrideScanner(
     if (kind.endsWith('+json') && jsonNamesOverride(body, json)) return true;
     return kind.startsWith('urlencoded')
       ? urlencodedNamesOverride(body, scan)
-      : multipartNamesOverride(body, scan) || contentIdNamesOverride(body, scan);
+      : multipartNamesOverride(body, scan) ||
+          contentIdNamesOverride(body, scan) ||
+          joinedHeadersOverride(body, scan);
   };
 }
+
+/**
+ * PHP's multipart parser (`multipart_buffer_headers`, so Laravel and Symfony) joins a part's header
+ * line that starts with whitespace or holds no `:` onto the header before it, without the line
+ * break: `name=\r\n_method`, `name="_metho\r\nd"` and `na\r\nme="_method"` name `_method`
+ * there. When a part's headers hold such a line, they are joined that way and scanned again. A part's
+ * headers are the lines after a line starting with `--` (a boundary) up to the first empty line.
+ * Linear: one pass over the lines; the joined copy holds header lines only.
+ */
+function joinedHeadersOverride(s: Buffer, scan: Scan): boolean {
+  const out: Buffer[] = [];
+  let joined = false;
+  let inHeaders = false;
+  let afterHeader = false;
+  for (let i = 0; i < s.length;) {
+    let nl = s.indexOf(0x0a, i);
+    if (nl === -1) nl = s.length;
+    const end = nl > i && s[nl - 1] === 0x0d ? nl - 1 : nl;
+    if (!inHeaders) {
+      inHeaders = end - i >= 2 && s[i] === 0x2d && s[i + 1] === 0x2d;
+      afterHeader = false;
+    } else if (end === i) inHeaders = false;
+    else {
+      const line = s.subarray(i, end);
+      if (afterHeader && (isWhitespace(line[0]!) || !line.includes(0x3a))) {
+        out.push(line);
+        joined = true;
+      } else if (line.includes(0x3a) && !isWhitespace(line[0]!)) {
+        out.push(CRLF, line);
+        afterHeader = true;
+      }
+    }
+    i = nl + 1;
+  }
+  if (!joined) return false;
+  const view = Buffer.concat(out);
+  return multipartNamesOverride(view, scan) || contentIdNamesOverride(view, scan);
+}
+const CRLF = Buffer.from('\r\n', 'latin1');
 
 interface Scan {
   /** The configured keys, as compared. */
@@ -459,7 +500,7 @@ function mayStart(c: number, scan: Scan): boolean {
 
 /** Whether the value after a `=` at `i` may start a key: its first character past whitespace and a quote. */
 function valueMayStart(s: Buffer, i: number, scan: Scan): boolean {
-  while (i < s.length && (s[i]! === SPACE || s[i]! === 0x09)) i++;
+  while (i < s.length && isWhitespace(s[i]!)) i++;
   // A quote: the whitespace after it is dropped by valueAfter, so it may start one. `=`: an RFC
   // 2047 encoded word.
   if (i >= s.length) return false;
@@ -520,7 +561,9 @@ function isAlnum(c: number): boolean {
  * quote; at most `maxRaw` characters after any leading whitespace.
  */
 function valueAfter(s: Buffer, i: number, maxRaw: number, out: Uint8Array): number {
-  while (i < s.length && (s[i] === SPACE || s[i] === 0x09)) i++;
+  // Any whitespace before a value, line breaks, vertical tab and form feed included (PHP's
+  // php_ap_getword_conf skips what isspace() accepts).
+  while (i < s.length && isWhitespace(s[i]!)) i++;
   const q = s[i];
   let n = 0;
   if (q === DQUOTE || q === SQUOTE) {

@@ -193,6 +193,10 @@ describe('method override in a form body', () => {
     'RFC 2047 B word (Commons FileUpload → Spring)': 'form-data; name="=?utf-8?B?X21ldGhvZA==?="',
     'RFC 2047 Q word': 'form-data; name="=?utf-8?Q?=5Fmethod?="',
     'RFC 2047 words joined, other label and case': 'form-data; name="=?ISO-8859-1?b?X21l?= =?x-y?q?thod?="',
+    // PHP joins a header line without `:` onto the one before, and skips \v or \f before a value.
+    'a name folded onto the next line (PHP)': 'form-data; name="_metho\r\nd"',
+    'a parameter split over two lines (PHP)': 'form-data; na\r\nme="_method"',
+    'vertical tab before the value (PHP)': 'form-data; name=\v_method',
   };
   for (const [name, disposition] of Object.entries(multiparts)) {
     test(`multipart, ${name}: 400, nothing forwarded`, async () => {

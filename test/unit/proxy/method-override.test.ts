@@ -214,6 +214,17 @@ describe('createFormOverrideScanner, multipart', () => {
       'form-data; name="\\_me\\thod"',
       'form-data; name="_method[]"',
       'form-data; name="[_method]"',
+      // PHP (Laravel, Symfony) joins a header line that starts with whitespace or has no `:` onto
+      // the one before, and skips any isspace() before a value.
+      'form-data; name=\r\n_method',
+      'form-data; name=\r\n _method',
+      'form-data; name=\r\n\t"_method"',
+      'form-data; name=_me\r\nthod',
+      'form-data; name="_metho\r\nd"',
+      'form-data; na\r\nme="_method"',
+      'form-data; name=\v_method',
+      'form-data; name=\f_method',
+      'form-data; name=\v"_method"',
       'form-data; name="_method]"',
       'form-data; name="%5Fmethod"',
       'form-data; name="x-http-method"',
