@@ -170,8 +170,21 @@ export function createFormOverrideScanner(
  * Linear: one pass over the lines; the joined copy holds header lines only.
  */
 function joinedHeadersOverride(s: Buffer, scan: Scan): boolean {
-  const out: Buffer[] = [];
-  let joined = false;
+  // A first pass only looks for a joined line (no allocation); most bodies have none.
+  if (!joinHeaderLines(s, null)) return false;
+  const view = Buffer.allocUnsafe(2 * s.length + 2);
+  const length = joinHeaderLines(s, view);
+  const joined = view.subarray(0, length);
+  return multipartNamesOverride(joined, scan) || contentIdNamesOverride(joined, scan);
+}
+
+/**
+ * One pass over the lines of `s`: with `out` null, whether any part's header line would be joined
+ * onto the one before; with `out`, the header lines written into it, each new header after a CRLF
+ * and each joined line straight after the one before, and the length written.
+ */
+function joinHeaderLines(s: Buffer, out: Buffer | null): number {
+  let at = 0;
   let inHeaders = false;
   let afterHeader = false;
   for (let i = 0; i < s.length;) {
@@ -183,22 +196,25 @@ function joinedHeadersOverride(s: Buffer, scan: Scan): boolean {
       afterHeader = false;
     } else if (end === i) inHeaders = false;
     else {
-      const line = s.subarray(i, end);
-      if (afterHeader && (isWhitespace(line[0]!) || !line.includes(0x3a))) {
-        out.push(line);
-        joined = true;
-      } else if (line.includes(0x3a) && !isWhitespace(line[0]!)) {
-        out.push(CRLF, line);
+      const startsBlank = isWhitespace(s[i]!);
+      let colon = false;
+      for (let j = i; j < end && !colon; j++) colon = s[j] === 0x3a;
+      if (afterHeader && (startsBlank || !colon)) {
+        if (out === null) return 1;
+        at += s.copy(out, at, i, end);
+      } else if (colon && !startsBlank) {
+        if (out !== null) {
+          out[at++] = 0x0d;
+          out[at++] = 0x0a;
+          at += s.copy(out, at, i, end);
+        }
         afterHeader = true;
       }
     }
     i = nl + 1;
   }
-  if (!joined) return false;
-  const view = Buffer.concat(out);
-  return multipartNamesOverride(view, scan) || contentIdNamesOverride(view, scan);
+  return out === null ? 0 : at;
 }
-const CRLF = Buffer.from('\r\n', 'latin1');
 
 interface Scan {
   /** The configured keys, as compared. */

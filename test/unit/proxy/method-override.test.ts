@@ -477,6 +477,9 @@ describe('createFormOverrideScanner, cost', () => {
         ['%u escapes', (n) => fill('%u005F', n), 'urlencoded'],
         ['content-id: chains', (n) => fill('content-id:', n), 'multipart'],
         ['colons', (n) => fill(':', n), 'multipart'],
+        ['header lines joined (PHP)', (n) => fill('--\r\na:\r\nb\r\n', n), 'multipart'],
+        ['folded header lines (PHP)', (n) => fill('--\r\n:\r\n\tb\r\nc\r\n', n), 'multipart'],
+        ['blank lines', (n) => fill('\n', n), 'multipart'],
         ['Content-ID: _metho lines', (n) => fill('Content-ID: _metho\r\n', n), 'multipart'],
         [
           'Content-ID: then whitespace',
