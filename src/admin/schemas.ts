@@ -25,7 +25,8 @@ const ID_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-", starting with
 const idSchema = z.string().regex(ID_PATTERN, ID_MESSAGE).refine(isKeyFree, NOT_A_KEY);
 /**
  * Free text (names, labels): trimmed, 1-200 characters, never holding a key, and no control,
- * invisible format or unpaired surrogate character (`isDisplayText`; the key file has the same rule).
+ * invisible format, unassigned or unpaired surrogate character, something visible, no stacked
+ * combining marks (`isDisplayText`; the key file has the same rule).
  */
 const textSchema = z
   .string()
@@ -37,7 +38,8 @@ const textSchema = z
   .describe(
     'Trimmed, 1-200 characters, no API key; no control characters (C0, DEL, C1), no invisible ' +
       'format characters (bidi marks, overrides and isolates, zero-width characters, BOM), no line ' +
-      'or paragraph separator, no unpaired surrogate (400 naming the field)',
+      'or paragraph separator, no private-use or unassigned code point, no unpaired surrogate; ' +
+      'something visible, no combining mark first or more than 4 in a row (400 naming the field)',
   );
 const companyStatus = z.enum(['active', 'pending', 'suspended']);
 

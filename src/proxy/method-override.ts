@@ -11,7 +11,9 @@ import type { IncomingHttpHeaders } from 'node:http';
  * rules, widened where that costs nothing: leading whitespace dropped (PHP drops leading spaces),
  * `' '`, `.` and `-` read as `_` (PHP turns `' '`, `.` and an unmatched `[` into `_`), any case,
  * the name cut at its first `[` (`_method[]` and `_method[x]` are PHP's and Rack's array
- * `_method`), NUL bytes ignored (a UTF-16 body) or ending the name (PHP stops there). A urlencoded
+ * `_method`), NUL bytes ignored (a UTF-16 body) or ending the name (PHP stops there). Each name
+ * is also read with `.` as qs reads it under `allowDots`: like `[`/`]`, dropped while leading and
+ * ending the name after (`._method`, `._method.`), a key when either reading is one. A urlencoded
  * name is %-decoded once (`%XX`, and `%uXXXX` as .NET reads it), `+` is a space; pieces are split at
  * `&` and `;`.
  *
@@ -233,6 +235,7 @@ const SQUOTE = 0x27;
 const BACKSLASH = 0x5c;
 const EQUALS = 0x3d;
 const QUESTION = 0x3f;
+const DOT = 0x2e;
 
 /**
  * Longest charset label (with an RFC 2231 `*language` suffix) read in an RFC 2047 encoded word.
@@ -355,6 +358,14 @@ function lower(c: number): number {
  * UTF-16 body), and the name ending at its first NUL (PHP). Walks the keys' trie, so it stops as
  * soon as neither reading can become a key: a name is read no further than the longest key, plus
  * its leading whitespace and NULs. No allocation (the loop is readName's, inlined).
+ *
+ * With `dots`, a `.` is read as qs reads it with `allowDots` (Express's `urlencoded({ extended:
+ * true })` can set it): like `[`/`]`, dropped while leading and ending the name after (`._method`
+ * and `._method.` are `_method`, `a._method` is a key inside `a`). The first reading (`dots` false,
+ * PHP's `.` as `_`) asks for it itself, only when its walk met a `.` before it stopped: until its
+ * first `.` the second reading is the first one, so a name the first walk left before any `.` is
+ * no key the second way either. The second walk stops no later than the first, so each name is
+ * read at most twice, no further than the longest key: still linear.
  */
 function nameMatches(
   s: Bytes,
@@ -363,6 +374,7 @@ function nameMatches(
   decode: boolean,
   plus: boolean,
   scan: Scan,
+  dots = false,
 ): boolean {
   // Most names are rejected by their first character.
   if (start >= end || !mayStart(s[start]!, scan)) return false;
@@ -370,6 +382,7 @@ function nameMatches(
   let cutNul: TrieNode | undefined = scan.trie;
   let cut = false;
   let leading = true;
+  let sawDot = false;
   for (let i = start; i < end; i++) {
     let c = s[i]!;
     if (decode && c === PERCENT) {
@@ -379,20 +392,26 @@ function nameMatches(
         i += escLength - 1;
       }
     } else if (plus && c === PLUS) c = SPACE;
-    if (leading && c !== 0 && (isWhitespace(c) || isBracket(c))) continue;
+    const stop = isBracket(c) || (dots && c === DOT);
+    if (leading && c !== 0 && (isWhitespace(c) || stop)) continue;
     if (c === 0) {
       cut = true;
       continue;
     }
     leading = false;
-    if (isBracket(c)) break;
-    const k = c === SPACE || c === 0x2e /* . */ || c === 0x2d /* - */ ? 0x5f : lower(c);
+    if (stop) break;
+    if (c === DOT) sawDot = true;
+    const k = c === SPACE || c === DOT || c === 0x2d /* - */ ? 0x5f : lower(c);
     skipNul = skipNul?.next.get(k);
     if (!cut) cutNul = cutNul?.next.get(k);
     // Neither reading can go further: the cut one may still have ended on a key.
     if (skipNul === undefined && (cut || cutNul === undefined)) break;
   }
-  return skipNul?.end === true || cutNul?.end === true;
+  return (
+    skipNul?.end === true ||
+    cutNul?.end === true ||
+    (sawDot && nameMatches(s, start, end, decode, plus, scan, true))
+  );
 }
 
 /**

@@ -342,6 +342,14 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
       'lone \ud800',
       'lone \udc00',
       'reversed \udc00\ud800',
+      // Final attacker re-check: nothing visible, stacked or baseless marks, unassigned code points.
+      '\u200d\u200d',
+      '\ufe0f\ufe0f',
+      '\u2800\u2800',
+      'zalgo' + '\u0336'.repeat(30),
+      '\u0301mark first',
+      'unassigned \u0378',
+      'nonchar \uffff',
     ];
     for (const text of bad) {
       // JSON.stringify writes control characters and unpaired surrogates as \u escapes.
@@ -368,7 +376,7 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     // the zero-width non-joiner and joiner (a Persian spelling, an emoji sequence).
     const fine = await as.root('POST', '/admin/v1/companies', {
       id: 'text-co',
-      name: 'Acme GmbH — Zürich, 東京 & שלום 🚀 می\u200cخواهم 👩\u200d👧',
+      name: 'Acme GmbH — Zürich, 東京 & שלום 🚀 می\u200cخواهم 👩\u200d👧 Nguye\u0302\u0303n ❤️',
     });
     assert.equal(fine.status, 201, fine.text);
   });

@@ -151,6 +151,8 @@ describe('method override in a form body', () => {
     'a closing bracket after (Rack)': '_method]=DELETE',
     'a closing bracket before (Rack)': ']_method=DELETE',
     'in double brackets (Rack)': 'a=1&[[_method]]=DELETE',
+    // Final attacker re-check: qs with allowDots reads `._method` (and `%2E_method`) as `_method`.
+    'leading dot (qs allowDots)': 'a=1&%2E_method=DELETE',
   };
   for (const [name, body] of Object.entries(urlencoded)) {
     test(`urlencoded, ${name}: 400, nothing forwarded`, async () => {

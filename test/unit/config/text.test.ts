@@ -43,8 +43,36 @@ describe('isDisplayText', () => {
       '\ud800',
       'a\udc00',
       '\udc00\ud800',
+      // Unassigned code points and noncharacters (final attacker re-check).
+      'a\u0378b',
+      'a\uffffb',
+      'a\ufdd0b',
+      'a\u{10ffff}b',
+      'a\u{10fffe}b',
     ];
     for (const v of refused) assert.equal(isDisplayText(v), false, JSON.stringify(v));
+  });
+
+  test('text with nothing visible, marks with no base and stacked marks are refused', () => {
+    for (const v of [
+      '\u200d\u200d', // only joiners
+      '\u200c',
+      '\ufe0f\ufe0f', // only variation selectors
+      '\u{e0100}',
+      '\u2800\u2800', // only braille blanks
+      ' \u2800 ',
+      '   ',
+      '\u00a0\u3000',
+      ' \u0301', // a mark on a space, nothing else
+      '\u0301a', // a mark with no base
+      '\u200d\u0301a',
+      '\ufe0fa',
+      'a' + '\u0336'.repeat(30), // Zalgo
+      'a' + '\u0336'.repeat(5),
+      'a\u0336\u0336\u200d\u0336\u0336\u200c\u0336', // joiners between marks count as nothing
+      'e\u0301\u0302\u0303\u0304\u0305 x',
+    ])
+      assert.equal(isDisplayText(v), false, JSON.stringify(v));
   });
 
   test('letters of any script, marks, emoji, punctuation and spaces pass', () => {
@@ -64,6 +92,18 @@ describe('isDisplayText', () => {
       'a\u3000b',
       '¥100 & €5 (test) #1',
       '',
+      'Nguy\u1ec5n', // Vietnamese, precomposed
+      'Nguye\u0302\u0303n', // and decomposed: two marks
+      'क्षत्रिय', // Hindi
+      'ภาษาไทย กี่', // Thai
+      'مُحَمَّد', // Arabic with harakat
+      'བསྒྲུབས', // Tibetan stack
+      'keycap 1\ufe0f\u20e3',
+      '\u2764\ufe0f\u200d\u{1f525}', // heart on fire: selector then joiner
+      'a' + '\u0336'.repeat(4), // four marks: the most allowed
+      '\u2800x', // a braille blank beside something visible
+      '.',
+      '🚀',
     ])
       assert.equal(isDisplayText(v), true, v);
   });
@@ -71,8 +111,9 @@ describe('isDisplayText', () => {
   test('escapeRefusedText writes each refused character as an escape and leaves the rest', () => {
     assert.equal(escapeRefusedText('Evil\u001b[2J\nrow\u202e'), 'Evil\\u001b[2J\\u000arow\\u202e');
     assert.equal(escapeRefusedText('tag\u{e0041} lone\ud800'), 'tag\\u{e0041} lone\\ud800');
+    assert.equal(escapeRefusedText('a\u0378\uffff\u{10ffff}'), 'a\\u0378\\uffff\\u{10ffff}');
     assert.equal(escapeRefusedText('Zürich 東京 🚀'), 'Zürich 東京 🚀');
-    for (const v of ['a\u0085b', 'a\u200bb', 'a\ufeffb', '\udc00\ud800'])
+    for (const v of ['a\u0085b', 'a\u200bb', 'a\ufeffb', '\udc00\ud800', 'a\u0378b', 'a\ufdd0b'])
       assert.equal(isDisplayText(escapeRefusedText(v)), true, JSON.stringify(v));
   });
 });

@@ -161,6 +161,18 @@ describe('createFormOverrideScanner, urlencoded', () => {
       'x.http.method=DELETE',
       'x+method+override=DELETE',
       'a=1&&&_method=D',
+      // qs with allowDots reads a leading `.` like `[`: `._method` is `[_method]`, so `_method`.
+      '._method=DELETE',
+      '%2E_method=DELETE',
+      '%2e_METHOD=DELETE',
+      '._method.=DELETE',
+      '._method.x=DELETE',
+      'a=1&._method=DELETE',
+      '..[_method]=DELETE',
+      '+._method=DELETE',
+      '.x-http-method-override=DELETE',
+      '%u002E_method=DELETE',
+      '_method.=DELETE',
     ])
       assert.equal(form(b), true, b);
   });
@@ -189,6 +201,16 @@ describe('createFormOverrideScanner, urlencoded', () => {
       'x[_method]=DELETE', // a key inside x, not an override
       '[method]=DELETE',
       '[x]_method=DELETE',
+      // `.` read as `_` (PHP) or as a bracket (qs allowDots): neither is an override name.
+      'user.method=x',
+      'a.b=1',
+      'payment.method=card',
+      'a._method=DELETE', // qs allowDots: a key inside a
+      '_.method=DELETE',
+      '.=DELETE',
+      '._=DELETE',
+      '._methods=DELETE',
+      '.%5F.method=DELETE',
     ])
       assert.equal(form(b), false, b);
   });
@@ -228,6 +250,8 @@ describe('createFormOverrideScanner, multipart', () => {
       'form-data; name="_method]"',
       'form-data; name="%5Fmethod"',
       'form-data; name="x-http-method"',
+      'form-data; name="._method"',
+      'form-data; name=".X-HTTP-Method-Override"',
       "form-data; name*=utf-8''%5Fmethod",
       "form-data; name*=UTF-8'en'_method",
       'form-data; name*0="_me"; name*1="thod"',
@@ -449,6 +473,8 @@ describe('createFormOverrideScanner, cost', () => {
         ['NULs', (n) => Buffer.concat([Buffer.from('_'), fill('\u0000', n)]), 'urlencoded'],
         ['lone %', (n) => fill('%', n), 'urlencoded'],
         ['name prefixes', (n) => fill('_metho&', n), 'urlencoded'],
+        ['dotted name prefixes (read twice)', (n) => fill('._metho&', n), 'urlencoded'],
+        ['leading dots', (n) => Buffer.concat([fill('.', n), Buffer.from('x=1')]), 'urlencoded'],
         ['name= chains', (n) => fill('name=', n), 'multipart'],
         ['name=" chains', (n) => fill('name="', n), 'multipart'],
         [
