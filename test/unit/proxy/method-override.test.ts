@@ -864,3 +864,223 @@ describe('mutation edges, part 1 (lines < 450)', () => {
       assert.equal(multi(cd(d)), false, d);
   });
 });
+
+describe('mutation edges, part 2 (lines >= 450)', () => {
+  const mp = (s: string) => scan(Buffer.from(s, 'latin1'), 'multipart');
+  const js = (s: string | Buffer) => scan(Buffer.isBuffer(s) ? s : Buffer.from(s, 'latin1'), 'json');
+  const check = (cases: [string, boolean][], run: (s: string) => boolean = mp) => {
+    for (const [body, expected] of cases) assert.equal(run(body), expected, JSON.stringify(body));
+  };
+  const nul = (n: number) => '\u0000'.repeat(n);
+
+  test('which parameters are name parameters: the four letters, the `*N` index, the letter before', () => {
+    check([
+      ['form-data; name\t="_method"', true], // whitespace before `=`: tabs too
+      ['form-data; name*9="_method"', true], // a one-digit index, 9 included
+      ['form-data; namex9="_method"', false], // digits not after `*`: another parameter
+      ['name="_method"', true], // `name` at the body's first byte
+      ['aname="_method"', false], // a letter before it, at the body's first byte
+      ['form-data; 0name="_method"', false],
+      ['form-data; zname="_method"', false],
+      ['form-data; my_name="_method"', true], // `_` is not a letter or digit
+      ['form-data; xame="_method"', false],
+      ['form-data; nxme="_method"', false],
+      ['form-data; naxe="_method"', false],
+      ['form-data; namx="_method"', false],
+      ['form-data; abcd="_method"', false],
+      // A parameter that is not a name is no piece of one.
+      ['form-data; name*0="_me"; name*1="th"; x="od"', false],
+      ['form-data; name*0="_me"; name*1="th"; name*2="od"', true],
+    ]);
+  });
+
+  test('continuations are joined in the numeric order of their indexes', () => {
+    check([
+      ['form-data; name*1="thod"; name*00="_me"', true], // 00 is 0, before 1
+      ['form-data; name*0="_m"; name*10="thod"; name*2="e"', true], // 0, 2, 10
+      ['form-data; name*0="_m"; name*10="e"; name*2="thod"', false],
+    ]);
+  });
+
+  test('quoted and token values: where they end, and the bound on what is read', () => {
+    check([
+      [`form-data; name="${' '.repeat(100)}_method"`, true], // leading whitespace is not counted
+      [`form-data; name="${'\t'.repeat(100)}_method"`, true],
+      [`form-data; name="${'_method'.padEnd(160, '\u0000')}"`, true],
+      // A piece is read up to maxRaw bytes (77 here): a longer one is cut there, not dropped.
+      [`form-data; name*0="_method${nul(80)}"`, true],
+      [`form-data; name*0=_method${nul(80)};`, true],
+      ['form-data; name*0="_me"; name*1="thod', true], // unterminated at the body's end
+      ['form-data; name*0=_me; name*1=thod', true],
+      ['form-data; name="_method\rx"', true], // a quoted value ends at a line break
+      ['form-data; name="_method\nx"', true],
+      ['form-data; name="_method\\', false], // a trailing backslash escapes nothing
+      ['form-data; name=_method,x', true], // a token ends at `,` and `"`
+      ['form-data; name=_method"x', true],
+    ]);
+  });
+
+  test("RFC 2231 values: charset'lang' prefix, %-decoding, invalid escapes", () => {
+    check([
+      ["form-data; name*=utf-8''_method%00'x", true], // only the first two quotes delimit
+      ['form-data; name*=%5Fmethod', true], // no quotes: all of it is the value
+      ["form-data; name*=x'_method", false], // one quote: no prefix, the quote is kept
+      ['form-data; name*=%u005Fmethod', true], // `%u` is left for the %-decoding pass
+      ['form-data; name*=%6zmethod', false], // `%6z` is no escape
+      // The value is decoded within its own length, whatever an earlier value left behind.
+      ['form-data; name="ssssssssssss"; name*=%5Fmethod', true],
+      ['form-data; name="xxxxxxxx4"; name*=_metho%6', false],
+      ['form-data; name="aaaaaaaaaaaaa\'"; name*=%5Fmethod%00\'', true],
+    ]);
+  });
+
+  test('RFC 2047 words: where a value read for words starts and ends', () => {
+    check([
+      ['form-data; name= "=?utf-8?B?X21ldGhvZA==?="', true],
+      ['form-data; name=\t"=?utf-8?B?X21ldGhvZA==?="', true],
+      ['form-data; name==?utf-8?B?X21ldGhvZA==?=', true], // a token word at the body's end
+      ['form-data; name="=?utf-8?Q?=5Fmethod?=\nx', true], // an unterminated quote ends at the line
+      ['form-data; name==?utf-8?Q?=5Fmethod?=;x', true], // a token ends at `;`, `"` and `'`
+      ['form-data; name==?utf-8?Q?=5Fmethod?="x', true],
+      ["form-data; name==?utf-8?Q?=5Fmethod?='x", true],
+      ['form-data; name="=?utf-8?Q?=5Fmethod?=;"', false], // a quoted value does not end at `;`
+      ['form-data; name="\\_=?utf-8?Q?method?="', true], // `\` escapes in a quoted value
+      ['form-data; name="_=?utf-8?Q?method?="', true],
+      ['form-data; name="=?utf-8?Q?x?= http method"', true], // spaces between a word and text kept
+      ['form-data; name="x =?utf-8?Q?http_method?="', true], // and between text and a word
+      ['form-data; name="=?utf-8?Q?=5Fmetho?="', false], // a prefix of a name is no name
+      // Only `=?` starts a word.
+      ['form-data; name="x?ab?Q?=5Fmethod?=[=?"', false],
+      ['form-data; name="=xab?Q?=5Fmethod?=[=?"', false],
+    ]);
+  });
+
+  test('RFC 2047 words: the value window (maxRaw bytes) and the word window (maxWords bytes)', () => {
+    // With the default names maxRaw is 77: a word must start inside the first 77 bytes read.
+    check([
+      [`form-data; name="${nul(75)}=?utf-8?Q?=5Fmethod?="`, true],
+      [`form-data; name="${nul(76)}=?utf-8?Q?=5Fmethod?="`, false],
+    ]);
+    // maxWords is 1824: a `\` escape is not undone across it (the byte after it is not read).
+    const head = 'name="=?utf-8?Q?=5Fmethod?=';
+    let words = '';
+    let rest = 4 + 1 + 1824 - 1 - head.length; // the `\` at the last byte of the window
+    while (rest > 70) {
+      words += '=?a?Q??='; // empty words add nothing to the name
+      rest -= 8;
+    }
+    words += `=?${'a'.repeat(rest - 7)}?Q??=`;
+    const body = `${head}${words}\\["`;
+    assert.equal(body.indexOf('\\['), 4 + 1824);
+    assert.equal(mp(body), false);
+    assert.equal(mp(body.replace('\\[', '[')), true);
+  });
+
+  test('RFC 2047 words: labels, encodings, terminators', () => {
+    const label = (n: number) => `form-data; name="=?${'a'.repeat(n)}?Q?=5Fmethod?="`;
+    check([
+      [label(64), true],
+      [label(65), false], // longer than LABEL_MAX: no word
+      ['form-data; name="=??Q?=5Fmethod?="', false], // an empty label
+      ['form-data; name="=?utf-8!Q?=5Fmethod?="', false],
+      ['form-data; name="=?utf-8?Q!=5Fmethod?="', false],
+      ['form-data; name="=?x_y?Q?=5Fmethod?="', true], // label characters
+      ['form-data; name="=?x.y?Q?=5Fmethod?="', true],
+      ['form-data; name="=?x:y?Q?=5Fmethod?="', true],
+      ['form-data; name="=?x+y?Q?=5Fmethod?="', true],
+      ['form-data; name="=?utf-8?Q?=5Fm=65thod?="', true], // `=XX` anywhere in the text
+      ['form-data; name==?utf-8?Q?=5Fmethodx', false], // no `?=` before the body ends
+      // A word's text ends at `?=`; the quote, a line break or whitespace before it: no word.
+      ['form-data; name="=?utf-8?Q?=5Fmethod["?="', false],
+      ['form-data; name="=?utf-8?Q?=5Fmethod[\r?="', false],
+      ['form-data; name="=?utf-8?Q?=5Fmethod[\n?="', false],
+      ['form-data; name="=?utf-8?Q?=5Fmethod[ ?="', false],
+      ['form-data; name="=?utf-8?Q?=5Fmethod[\t?="', false],
+      // A value that is not a word is not read again from elsewhere.
+      ['x_method\r\nform-data; name="=?a?Z?b?="', false],
+      ['x_method\r\nform-data; name="=?"', false],
+      ['x_method\r\nform-data; name="=?a?Q?b c?="', false],
+      ['x_method\r\nform-data; name==?a?Q?bc', false],
+    ]);
+  });
+
+  test('RFC 2047 Q and B decoding', () => {
+    check([
+      ['form-data; name="=?utf-8?Q?_=5Fmethod?="', true], // Q `_` is a space: leading, dropped
+      ['form-data; name="=?utf-8?Q?.method?="', true],
+      ['form-data; name="=?utf-8?Q?x-http-method-override?="', true], // `=` alone starts an escape
+      ['form-data; name="=?utf-8?Q?=6xmethod?="', false], // `=6x` is no escape
+      ['form-data; name="=?utf-8?Q?=5Fmethod[x]?="', true], // the name ends at `[`
+      ['form-data; name="=?utf-8?Q?=5Fmethod=00?=x"', true], // PHP: the name ends at NUL
+      ['form-data; name="=?utf-8?Q?=5F=00method?="', true], // UTF-16: NUL ignored
+    ]);
+    // After `X21ldGhvZA` (`_method` and 4 zero bits) a base64 digit of value 4 or more adds a
+    // byte that is not NUL: another name.
+    for (const digit of ['a', 'z', 'E', 'Z', '0', '9', '+', '-', '/', '_'])
+      assert.equal(mp(`form-data; name="=?utf-8?B?X21ldGhvZA${digit}?="`), false, digit);
+    // A digit below 4 adds a NUL (PHP ends the name there); anything else is skipped, as a
+    // lenient decoder does.
+    assert.equal(mp('form-data; name="=?utf-8?B?X21ldGhvZAA?="'), true);
+    for (const junk of ['!', '{', '~', '.', '*'])
+      assert.equal(mp(`form-data; name="=?utf-8?B?X21ldGhvZA${junk}?="`), true, junk);
+    assert.equal(mp('form-data; name="=?utf-8?B?ICBfbWV0aG9k?="'), true); // "  _method"
+    assert.equal(mp('form-data; name="=?utf-8?B?X01ldGhvZA==?="'), true); // "_Method"
+    assert.equal(mp('form-data; name="=?utf-8?B?IF9tZXRob2Q=?="'), true); // " _method"
+  });
+
+  test('a stale byte of an earlier value does not start a word', () => {
+    check([['form-data; name="x=?"; name=\u0000 =?utf-8?Q?=5Fmethod?=', false]]);
+  });
+
+  test('JSON: keys that are prefixes, empty keys and empty names', () => {
+    check(
+      [
+        ['{"":1,"a":"_method"}', false],
+        ['{"_metho":1,"a":"_method"}', false],
+      ],
+      js,
+    );
+    const withEmpty = createFormOverrideScanner(['', '_method']);
+    assert.equal(withEmpty(Buffer.from('{"":1}'), 'json'), false);
+    assert.equal(withEmpty(Buffer.from('{"_method":1}'), 'json'), true);
+  });
+
+  test('JSON: invalid and truncated escapes end the key, whatever came before', () => {
+    check(
+      [
+        ['{"\\u005f":0,"\\xmethod":1}', false],
+        ['{"\\u005f":0,"\\umethod":1}', false],
+        ['{"a":"\\u0064","_metho\\u":1', false],
+      ],
+      js,
+    );
+  });
+
+  test('JSON: names found through escapes (prefilter and \\u digits)', () => {
+    const mixed = createFormOverrideScanner(['_method', 'a/b']);
+    assert.equal(mixed(Buffer.from('{"a\\/b":1}'), 'json'), true);
+    assert.equal(mixed(Buffer.from('{"\\u0061\\/b":1}'), 'json'), true);
+    // A name made only of characters with short escapes: the body need not hold `\u`.
+    const backspace = createFormOverrideScanner(['\b']);
+    assert.equal(backspace(Buffer.from('{"\\b":1}'), 'json'), true);
+    const control = createFormOverrideScanner(['a\u0010b']);
+    assert.equal(control(Buffer.from('{"a\\u0010b":1}'), 'json'), true);
+    // A \u escape at or above U+0080 is no byte of a UTF-8 name.
+    const utf8 = createFormOverrideScanner(['_méthode', 'Ѐ']);
+    assert.equal(utf8(Buffer.from('{"_m\\u00c3\\u00a9thode":1}'), 'json'), false);
+    assert.equal(
+      utf8(Buffer.concat([Buffer.from('{"'), Buffer.from([0xd0]), Buffer.from('\\u0080":1}')]), 'json'),
+      false,
+    );
+    assert.equal(utf8(Buffer.from('{"Ѐ":1}'), 'json'), true);
+  });
+
+  test('Content-ID: the line ends at CR, LF or the body end; no + decoding', () => {
+    check([
+      ['--b\r\nContent-ID: _method', true],
+      ['--b\r\nContent-ID: part1', false],
+      ['--b\r\nContent-ID: _method\nX: 1\r\n', true],
+      ['--b\r\nContent-ID: x+http+method\r\n', false],
+    ]);
+  });
+});
