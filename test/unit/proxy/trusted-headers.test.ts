@@ -256,6 +256,11 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
     const names: IncomingHttpHeaders = { 'x-api-key': key, accept: 'a' };
     for (const p of [...pieces].reverse()) names[p.toLowerCase()] = '-';
     assert.deepEqual(scrub(names), { accept: 'a' });
+    // The first header kept takes part too (the reverse join reads every header).
+    const first: IncomingHttpHeaders = { 'x-api-key': key };
+    for (const p of [...pieces].reverse()) first[p.toLowerCase()] = '-';
+    first.accept = 'a';
+    assert.deepEqual(scrub(first), { accept: 'a' });
     // Name and value split (4 + 3), reversed too.
     const split: IncomingHttpHeaders = { 'x-api-key': key, accept: 'a' };
     for (const p of [...pieces].reverse()) split[p.slice(0, 4).toLowerCase()] = p.slice(4);
