@@ -524,6 +524,24 @@ describe('holdsSplitCopy: the secret split over URL parts', () => {
       assert.equal(holdsSplitCopy(m, url), true, url);
   });
 
+  test('as sent too: an escape that decodes to a separator cannot hide the pieces it sits between', () => {
+    // `&#` before each digit: decoded, every digit becomes a control character and the stretches
+    // break; the text as sent, separators removed, still holds the secret whole.
+    // A key whose decoded form hides every stretch of 8 (most keys: about 87 in 100), so only the
+    // raw reading can find it.
+    for (let tries = 0; tries < 500; tries++) {
+      const k = generateApiKey('live');
+      const km = createKeyMaterialMatcher(k);
+      const eaten = k.slice(8).replace(/(\d)(?=\D|$)/g, '&#$1');
+      const cut = eaten.length >> 1;
+      const url = `/s/${eaten.slice(0, cut)}?x=${eaten.slice(cut)}`;
+      if (km.piecesIn(km.normalise(url)) !== null) continue;
+      assert.equal(holdsSplitCopy(km, url), true, url);
+      return;
+    }
+    assert.fail('no key in 500 had its stretches hidden by decoding');
+  });
+
   test('23 characters in pieces, pieces of 7, another key, or no key: nothing', () => {
     // Between pieces, a digit that extends neither neighbour (not the secret's next or previous character).
     const lower = b.toLowerCase();
