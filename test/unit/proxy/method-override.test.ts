@@ -330,6 +330,33 @@ describe('createFormOverrideScanner, multipart', () => {
   });
 });
 
+describe('createFormOverrideScanner, multipart header lines joined the way PHP joins them', () => {
+  test('a joined line in a part header, CRLF or LF line ends, is read joined', () => {
+    for (const body of [
+      '--b\r\nContent-Disposition: form-data; na\r\nme="_method"\r\n\r\nDELETE\r\n--b--\r\n',
+      '--b\nContent-Disposition: form-data; na\nme="_method"\n\nDELETE\n--b--\n',
+      '--b\r\nContent-Type: text/plain\r\nContent-Disposition: form-data;\r\n name="_metho\r\nd"\r\n\r\nx\r\n--b--\r\n',
+    ])
+      assert.equal(multi(body), true, JSON.stringify(body));
+  });
+  test('only part headers are joined: content lines, lines before any header, and folded benign names pass', () => {
+    for (const body of [
+      // The same two lines as content, after the empty line that ends the headers.
+      '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nna\r\nme="_method"\r\n--b--\r\n',
+      '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\na\r\nX: 1\r\nna\r\nme="_method"\r\n--b--\r\n',
+      // No header before them: PHP skips a line without `:` there.
+      '--b\r\nna\r\nme="_method"\r\nContent-Disposition: form-data; name="t"\r\n\r\nx\r\n--b--\r\n',
+      // A folded header that names something else.
+      '--b\r\nContent-Disposition: form-data;\r\n name="title"\r\n\r\nx\r\n--b--\r\n',
+    ])
+      assert.equal(multi(body), false, JSON.stringify(body));
+  });
+  test('a charset= must be a whole parameter name to count: charsetx= is not one', () => {
+    const ct = 'application/x-www-form-urlencoded; charsetx=utf-16';
+    assert.equal(formBodyKind({ 'content-type': ct, 'content-length': '3' }), 'urlencoded');
+  });
+});
+
 describe('createFormOverrideScanner, multipart Content-ID (Rack names a part without name= by it)', () => {
   const related = (head: string) => `--b\r\nContent-Type: text/plain\r\n${head}\r\n\r\nDELETE\r\n--b--\r\n`;
   test('a Content-ID that is an override name, however spelt', () => {
