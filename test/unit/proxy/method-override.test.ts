@@ -343,7 +343,7 @@ describe('createFormOverrideScanner, multipart header lines joined the way PHP j
     for (const body of [
       // The same two lines as content, after the empty line that ends the headers.
       '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nna\r\nme="_method"\r\n--b--\r\n',
-      '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\na\r\nX: 1\r\nna\r\nme="_method"\r\n--b--\r\n',
+      '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\na\r\nX: -\r\nna\r\nme="_method"\r\n--b--\r\n',
       // No header before them: PHP skips a line without `:` there.
       '--b\r\nna\r\nme="_method"\r\nContent-Disposition: form-data; name="t"\r\n\r\nx\r\n--b--\r\n',
       // A folded header that names something else.
