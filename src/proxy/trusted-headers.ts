@@ -526,6 +526,19 @@ export function matcherFor(headers: IncomingHttpHeaders): KeyMaterialMatcher {
   return createKeyMaterialMatcher(typeof key === 'string' ? key : '');
 }
 
+/**
+ * Headers the gateway may remove after scrubbing (`Transfer-Encoding` once a form or JSON body has
+ * been read whole, or by http-proxy on a DELETE without a length; `traceparent` and `tracestate`
+ * when tracing continues the trace; an empty trusted `X-Forwarded-Host`): the split-key check also
+ * reads the joins without them (final re-check: 17 + 7 characters around `Transfer-Encoding`).
+ */
+const REMOVED_AFTER_SCRUB: ReadonlySet<string> = new Set([
+  'transfer-encoding',
+  'traceparent',
+  'tracestate',
+  'x-forwarded-host',
+]);
+
 /** Characters of a stretch a piece must hold to be dropped with it (unless it lies wholly inside). */
 const GRAZE_LIMIT = 4;
 
@@ -552,6 +565,8 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
     const forms: [decoded: string, raw: string][] = [];
     /** Where each header's pieces start, in `owners` order (for the reverse join). */
     const groups: number[] = [];
+    /** Pieces of headers the gateway may still remove (REMOVED_AFTER_SCRUB). */
+    const volatile: number[] = [];
     let pairs: string[] | null = null;
     const add = (text: string, name: string, pair: number) => {
       owners.push(name);
@@ -562,6 +577,7 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
       const v = out[name];
       if (v === undefined) continue;
       groups.push(owners.length);
+      if (REMOVED_AFTER_SCRUB.has(name)) volatile.push(owners.length, owners.length + 1);
       add(name, name, -1);
       if (name === 'cookie' && typeof v === 'string') {
         pairs = v
@@ -571,7 +587,7 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
         pairs.forEach((p, i) => add(p, name, i));
       } else add(typeof v === 'string' ? v : v.join(','), name, -1);
     }
-    const found = findSplitCopy(forms, groups, m);
+    const found = findSplitCopy(forms, groups, volatile, m);
     if (found === null) return;
     const { order, ends, spans } = found;
     const droppedPairs = new Set<number>();
@@ -613,6 +629,7 @@ function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMaterialMatcher): void 
 function findSplitCopy(
   forms: [string, string][],
   groups: number[],
+  volatile: number[],
   m: KeyMaterialMatcher,
 ): { order: number[]; ends: number[]; spans: [number, number][] } | null {
   const forward = forms.map((_, i) => i);
@@ -621,10 +638,16 @@ function findSplitCopy(
     const to = g + 1 < groups.length ? groups[g + 1]! : forms.length;
     for (let i = groups[g]!; i < to; i++) reverse.push(i);
   }
+  const orders = [forward, reverse];
+  // Without the headers removed later, the pieces on either side of one become neighbours.
+  if (volatile.length > 0) {
+    const kept = (i: number) => !volatile.includes(i);
+    orders.push(forward.filter(kept), reverse.filter(kept));
+  }
   // Without escapes the raw join is the decoded one: read it once.
   const readRaw = forms.some(([decoded, raw]) => decoded !== raw);
   for (const form of readRaw ? ([0, 1] as const) : ([0] as const)) {
-    for (const order of [forward, reverse]) {
+    for (const order of orders) {
       let joined = '';
       const ends: number[] = [];
       for (const i of order) {

@@ -191,6 +191,30 @@ describe('key material in other shapes, other keys, forwarding headers', () => {
     }
   });
 
+  test('A: 17 + 7 characters around Transfer-Encoding, which the gateway removes after reading a form body (final re-check)', async () => {
+    const s = bodyOf(key);
+    for (const [a, b] of [
+      [s.slice(17, 24), `zz${s.slice(0, 17)}`],
+      [`zz${s.slice(0, 17)}`, s.slice(17, 24)],
+    ]) {
+      upstream.received.length = 0;
+      const r = await send(t.port, '/notify/v1/x', {
+        method: 'POST',
+        headers: [
+          ['X-API-Key', key],
+          [a!, 'zz'],
+          ['Transfer-Encoding', 'chunked'],
+          ['X-B', b!],
+        ],
+        body: 'a=1',
+      });
+      assert.equal(r.status, 200, r.body);
+      const got = upstream.received[0]!;
+      assert.equal(got.body.toString(), 'a=1');
+      assertNoSecret(got, key, `around Transfer-Encoding: ${a}`);
+    }
+  });
+
   test('A: a key split across two headers does not reach the upstream whole; unrelated headers stay', async () => {
     for (const at of [8, 20, 30]) {
       upstream.received.length = 0;

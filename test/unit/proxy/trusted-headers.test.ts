@@ -267,6 +267,42 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
     assert.deepEqual(scrub(split), { accept: 'a' });
   });
 
+  test('a header the gateway removes later (Transfer-Encoding, traceparent) does not keep two pieces apart', () => {
+    // Final re-check: 7 + 17 characters around Transfer-Encoding, which route-proxy deletes once a
+    // form or JSON body is read whole; neither piece alone is a copy, side by side they are 24.
+    const s = body.toLowerCase();
+    for (const between of ['transfer-encoding', 'traceparent', 'tracestate', 'x-forwarded-host']) {
+      for (const [a, b] of [
+        [s.slice(17, 24), `zz${s.slice(0, 17)}`],
+        [`zz${s.slice(0, 17)}`, s.slice(17, 24)],
+      ]) {
+        const out = scrub({
+          'x-api-key': key,
+          host: 'gw',
+          [a!]: 'zz',
+          [between]: 'x',
+          'x-b': b!,
+          accept: 'a',
+        });
+        delete out[between];
+        const seen = Object.entries(out)
+          .flatMap(([n, v]) => [n, String(v)])
+          .join('')
+          .toLowerCase()
+          .replace(/[^a-z0-9]/g, '');
+        const reversed = Object.entries(out)
+          .reverse()
+          .flatMap(([n, v]) => [n, String(v)])
+          .join('')
+          .toLowerCase()
+          .replace(/[^a-z0-9]/g, '');
+        for (const text of [seen, reversed])
+          for (let i = 0; i + 24 <= s.length; i++)
+            assert.ok(!text.includes(s.slice(i, i + 24)), `${between}: ${text}`);
+      }
+    }
+  });
+
   test('escapes between pieces do not break a copy the raw text holds (`&#9`, `%6f` decode to other characters)', () => {
     // Final attack pass F2: `&#` before a digit makes the decoded form lose that digit (a tab), so
     // only the raw form, separators removed, holds the secret whole.
