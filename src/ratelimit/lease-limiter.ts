@@ -7,13 +7,22 @@ import type { RedisClient } from '../redis/connection.js';
  * `floor(free / divisor)` clamped to [1, max lease] while it has quota; the lease is the smallest
  * of those, taken from every window, or 0 from all of them when any window is full: a request
  * refused by one window consumes none of the others. Before taking, `carry` unused points of the
- * previous lease go back to each window that is still the one they came from (same end, ±2 ms):
+ * previous lease go back to each window that is still the one they came from (same end, within END_TOLERANCE_MS):
  * a lease ends with its shortest window, and its rest was counted in the longer ones too.
  * Counters are the ones RateLimiterRedis keeps (`SET NX EX` then `INCRBY`); they only grow by what
  * is granted, so the grants in any window never sum over its `points`. Returns {grant, index of the
  * refusing window (the full one that resets last; 0 = none), then used, PTTL and end (Redis clock,
  * ms) per window}.
  */
+/**
+ * How far apart two readings of one window's end (Redis TIME + PTTL, taken by two scripts) may be
+ * and still be the same window. PTTL counts from the server's cached command time, TIME from the
+ * clock: on a busy server the two drift by a few milliseconds (±2 ms was once too tight: a lease
+ * was not given back). A later window of the same counter ends at least 1 s later (durations are
+ * whole seconds), so 100 ms never mistakes one for the other.
+ */
+const END_TOLERANCE_MS = 100;
+
 const TAKE_LUA = `
 local max, div, carry = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local t = redis.call('time')
@@ -29,7 +38,7 @@ for i = 1, #KEYS do
     redis.call('expire', KEYS[i], dur)
     p = 1000 * tonumber(dur)
   end
-  if carry > 0 and prev > 0 and math.abs(now + p - prev) <= 2 then
+  if carry > 0 and prev > 0 and math.abs(now + p - prev) <= ${END_TOLERANCE_MS} then
     local back = math.min(carry, u)
     if back > 0 then u = redis.call('decrby', KEYS[i], back) end
   end
@@ -57,7 +66,7 @@ return out
 
 /**
  * Gives `ARGV[1]` unused points back to each counter (KEYS) whose window is still the one the lease
- * came from (its end ARGV[i + 1], ±2 ms of PTTL rounding): giving them to a later window would let
+ * came from (its end ARGV[i + 1], within END_TOLERANCE_MS): giving them to a later window would let
  * it exceed its limit. Never below 0.
  */
 const RELEASE_LUA = `
@@ -65,7 +74,7 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for i = 1, #KEYS do
   local ttl = redis.call('pttl', KEYS[i])
-  if ttl > 0 and math.abs(now + ttl - tonumber(ARGV[i + 1])) <= 2 then
+  if ttl > 0 and math.abs(now + ttl - tonumber(ARGV[i + 1])) <= ${END_TOLERANCE_MS} then
     local used = tonumber(redis.call('get', KEYS[i]) or '0')
     local n = math.min(tonumber(ARGV[1]), used)
     if n > 0 then redis.call('decrby', KEYS[i], n) end
