@@ -258,7 +258,11 @@ function findPieces(n: string, secret: Secret): [number, number][] | null {
  * holdsSplitCopy(m, `/send/${body.slice(0, 19)}?x=${body.slice(19)}`) // true
  */
 export function holdsSplitCopy(m: KeyMaterialMatcher, text: string): boolean {
-  return m.piecesIn(m.normalise(text)) !== null || m.piecesIn(m.normaliseRaw(text)) !== null;
+  const decoded = m.normalise(text);
+  if (m.piecesIn(decoded) !== null) return true;
+  // Read as sent only when that differs (a URL with escapes): most URLs are read once.
+  const raw = m.normaliseRaw(text);
+  return raw !== decoded && m.piecesIn(raw) !== null;
 }
 
 /**
