@@ -92,7 +92,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'store.redis.connectTimeoutMs': 'Connect timeout; start-up waits at most this long for Redis.',
 
   cache: 'Each instance’s in-process cache of key records and companies (positive and negative).',
-  'cache.maxEntries': 'Key records cached per process (about 0.5 KB of heap each).',
+  'cache.maxEntries': 'Key records cached per process (about 0.6 KB of heap each).',
   'cache.positiveTtlMs':
     'A valid key is re-read from the store after this long (invalidations usually drop it sooner).',
   'cache.negativeTtlMs':
