@@ -1,6 +1,5 @@
-// Mutation testing of the security core (issue 10, "Tests that prove something"); see
-// docs/testing.md for the scores and every surviving mutant. Run with `npm run test:mutation`;
-// not part of CI.
+// Mutation testing of the security core (docs/testing.md, "Mutation testing"). Run with
+// `npm run test:mutation`; not part of CI.
 //
 // StrykerJS has no node:test runner: the tap runner starts each test file as its own process
 // (node:test prints TAP when its output is not a terminal) and, with perTest coverage, runs a

@@ -381,13 +381,13 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     assert.equal(fine.status, 201, fine.text);
   });
 
-  test('company ids are case-sensitive: ACME and acme are two companies (README, "Admin API")', async () => {
+  test('company ids are case-sensitive: ACME and acme are two companies (docs/admin.md)', async () => {
     const upper = await as.root('POST', '/admin/v1/companies', { id: 'ACME' });
     assert.equal(upper.status, 201, upper.text);
     assert.equal((await as.root('GET', '/admin/v1/companies/ACME')).body.id, 'ACME');
     assert.equal((await as.root('GET', '/admin/v1/companies/acme')).body.id, 'acme');
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    assert.match(readme, /ids are `[^`]+` and\s+\*\*case-sensitive\*\*: `ACME` and `acme` are two companies/);
+    const page = readFileSync(new URL('../../docs/admin.md', import.meta.url), 'utf8');
+    assert.match(page, /ids are `[^`]+` and\s+\*\*case-sensitive\*\*: `ACME` and `acme` are two companies/);
   });
 
   test('an unknown admin path is 404 for every role, 401 without a token', async () => {
@@ -478,13 +478,13 @@ describe('admin API: bodies, media types, unknown paths and methods', () => {
     assert.equal(head.status, 200);
   });
 
-  test("README's key fields are the API's: list, read and create answers", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  test("docs/admin.md's key fields are the API's: list, read and create answers", () => {
+    const page = readFileSync(new URL('../../docs/admin.md', import.meta.url), 'utf8');
     const fieldsOf = (row: string | undefined) =>
       new Set(/\{([a-zA-Z, ]+)\}/.exec(row ?? '')?.[1]?.split(', ') ?? []);
-    const listRow = readme.split('\n').find((l) => l.startsWith('| `GET /admin/v1/companies/:id/keys`'));
+    const listRow = page.split('\n').find((l) => l.startsWith('| `GET /admin/v1/companies/:id/keys`'));
     assert.deepEqual(fieldsOf(listRow), new Set(Object.keys(keyViewSchema.shape)), listRow);
-    const createRow = readme.split('\n').find((l) => l.startsWith('| `POST /admin/v1/companies/:id/keys`'));
+    const createRow = page.split('\n').find((l) => l.startsWith('| `POST /admin/v1/companies/:id/keys`'));
     const createAnswer = /create \(201\) `\{([a-zA-Z, ]+)\}`/.exec(createRow ?? '')?.[1]?.split(', ');
     assert.deepEqual(new Set(createAnswer), new Set(Object.keys(createdKeySchema.shape)), createRow);
   });

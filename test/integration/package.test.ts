@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import ts from 'typescript';
 
-// Issue 12, point 11: what `npm pack` ships, the light signing entry, the README's TypeScript.
+// What `npm pack` ships, the light signing entry, and the TypeScript in README.md and docs/.
 const ROOT = resolve(import.meta.dirname, '../..');
 if (!existsSync(join(ROOT, 'dist/signing.d.ts')))
   throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
@@ -21,6 +21,12 @@ function loadIn(specifier: string): { cjs: string[]; exports: string[] } {
   ].join('\n');
   const out = execFileSync(process.execPath, ['--input-type=module', '--eval', code], { cwd: ROOT });
   return JSON.parse(out.toString()) as { cjs: string[]; exports: string[] };
+}
+
+/** README.md and every page of docs/, as paths from the package root. */
+function docPages(): string[] {
+  const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
+  return ['README.md', ...docs.map((f) => `docs/${f}`)];
 }
 
 describe('package', () => {
@@ -88,10 +94,17 @@ describe('package', () => {
     assert.ok(pkg.homepage);
   });
 
-  test("the README's TypeScript blocks type-check under strict, against the built package", () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const blocks = [...readme.matchAll(/^```(?:ts|typescript)\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-    assert.ok(blocks.length >= 1, 'no ts block in the README');
+  test('the TypeScript blocks of README.md and docs/ type-check under strict, against the built package', () => {
+    // A block that imports the test helpers is a test file: it is checked from test/integration/.
+    const blocks = docPages().flatMap((page) =>
+      [...readFileSync(join(ROOT, page), 'utf8').matchAll(/^```(?:ts|typescript)\n([\s\S]*?)^```$/gm)].map(
+        (m, i) => {
+          const dir = m[1]!.includes("from '../helpers/") ? 'test/integration' : '';
+          return [join(ROOT, dir, `${page.replace(/\W/g, '-')}-block-${i}.ts`), m[1]!] as const;
+        },
+      ),
+    );
+    assert.ok(blocks.length >= 3, `only ${blocks.length} ts blocks found in README.md and docs/`);
     const config = ts.getParsedCommandLineOfConfigFile(
       join(ROOT, 'tsconfig.json'),
       {},
@@ -102,7 +115,7 @@ describe('package', () => {
     )!;
     const options = { ...config.options, noEmit: true, strict: true, noUnusedLocals: true };
     // Virtual files in the package root: 'notify-gateway' resolves to the package itself (exports).
-    const virtual = new Map(blocks.map((code, i) => [join(ROOT, `readme-block-${i}.ts`), code]));
+    const virtual = new Map(blocks);
     const host = ts.createCompilerHost(options);
     const { getSourceFile, fileExists, readFile } = host;
     host.fileExists = (f) => virtual.has(f) || fileExists.call(host, f);
@@ -119,12 +132,7 @@ describe('package', () => {
   });
 
   test('README and docs cite only files in the repository (no shared/spec/... a user does not have)', () => {
-    const pages = [
-      'README.md',
-      ...readdirSync(join(ROOT, 'docs'))
-        .filter((f) => f.endsWith('.md'))
-        .map((f) => `docs/${f}`),
-    ];
+    const pages = docPages();
     const missing: string[] = [];
     for (const page of pages) {
       const text = readFileSync(join(ROOT, page), 'utf8');
@@ -142,4 +150,33 @@ describe('package', () => {
     }
     assert.deepEqual(missing, []);
   });
+
+  test('links between README.md and docs/ land on a heading that exists', () => {
+    const broken: string[] = [];
+    for (const page of docPages()) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      for (const [, target = '', anchor = ''] of text.matchAll(
+        /\]\(((?!https?:)[\w./-]*\.md)?#([\w-]+)\)/g,
+      )) {
+        const file = target ? join(ROOT, page.startsWith('docs/') ? 'docs' : '', target) : join(ROOT, page);
+        if (!existsSync(file)) continue; // the test above reports it
+        if (!headingSlugs(readFileSync(file, 'utf8')).has(anchor))
+          broken.push(`${page}: ${target}#${anchor}`);
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
 });
+
+/** The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as `-`. */
+function headingSlugs(markdown: string): Set<string> {
+  const outsideCode = markdown.replace(/^```[\s\S]*?^```$/gm, '');
+  return new Set(
+    [...outsideCode.matchAll(/^#{1,6} (.+)$/gm)].map((m) =>
+      m[1]!
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} _-]/gu, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+}

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
+import { CONFIG_DESCRIPTIONS } from '../../../src/config/descriptions.js';
 import { CONFIG_JSON_SCHEMA_FILE, configJsonSchemaText } from '../../../src/config/json-schema.js';
 import { DEFAULT_CONFIG_FILE } from '../../../src/config/load.js';
 
@@ -43,7 +44,13 @@ describe('config/schema.json', () => {
     assert.equal(s.additionalProperties, false);
     const server = s.properties!.server!;
     assert.equal(server.additionalProperties, false);
-    assert.deepEqual(server.properties!.port, { type: 'integer', minimum: 0, maximum: 65535, default: 8080 });
+    assert.deepEqual(server.properties!.port, {
+      description: CONFIG_DESCRIPTIONS['server.port'],
+      type: 'integer',
+      minimum: 0,
+      maximum: 65535,
+      default: 8080,
+    });
     assert.deepEqual((s.properties!.rateLimit!.properties!.failurePolicy as Record<string, unknown>).enum, [
       'insurance',
       'open',

@@ -363,7 +363,7 @@ describe('key file input: the admin API rules for scopes, names and labels', () 
     assert.equal(fine.ok, true);
   });
 
-  test('ids are case-sensitive: ACME and acme are two companies, not duplicates (README, "Admin API")', () => {
+  test('ids are case-sensitive: ACME and acme are two companies, not duplicates (docs/admin.md)', () => {
     const r = parseKeyFile(
       `companies:\n  - { id: ACME, tier: free, keys: [{ id: K1, hash: ${hash(1)} }] }\n` +
         `  - { id: acme, tier: free, keys: [{ id: k1, hash: ${hash(2)} }] }\n`,

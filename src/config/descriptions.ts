@@ -1,0 +1,192 @@
+/**
+ * What each config key means, by its path in the file (`routes[].prefix`: `[]` stands for the items
+ * of a list). `json-schema.ts` puts each line into `config/schema.json` as the key's `description`
+ * (editors show it on hover), and `reference.ts` renders docs/configuration.md from that schema.
+ * A key the schema has and this table lacks (or the other way round) fails
+ * test/unit/config/descriptions.test.ts: add the line, then run `npm run schema`.
+ *
+ * Write what a key does and what happens at its limits; the type, bounds, default and
+ * environment variable are printed next to it from the schema, so do not repeat them.
+ */
+export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  server: 'The public listener: the port clients call, its timeouts and limits.',
+  'server.host': 'Address the gateway listens on.',
+  'server.port': 'Port the gateway listens on; `0` picks a free port.',
+  'server.headersTimeoutMs':
+    'Time a client has to send all request headers (slowloris guard); past it the answer is 408 and the connection closes.',
+  'server.requestTimeoutMs':
+    'Time a client has to send the whole request, body included; past it 408. `0` = no limit.',
+  'server.keepAliveTimeoutMs': 'How long an idle client keep-alive connection stays open.',
+  'server.maxHeaderSize': 'Bytes of request headers accepted; more is refused with 431.',
+  'server.bodyLimitBytes':
+    'Request body limit, whether declared (`Content-Length`) or counted as the body streams; over it 413. `0` = no limit.',
+  'server.trustedProxies':
+    'Addresses or CIDRs of the proxies in front of the gateway (load balancer, ingress). Only their `X-Forwarded-For`/`-Proto`/`-Host` are believed: for the client address, HTTPS detection and continued traces. URL-override headers are never believed.',
+  'server.requireHttps':
+    'Refuse plain HTTP with 403: a request must arrive over the gateway’s own TLS, or carry `X-Forwarded-Proto: https` from a trusted proxy.',
+  'server.tls':
+    'Serve HTTPS directly. The pair is checked at start and reloaded without a restart when either file changes (docs/operations.md, "TLS").',
+  'server.tls.certFile': 'PEM certificate (chain) file.',
+  'server.tls.keyFile': 'PEM private key file of the certificate.',
+  'server.shutdownTimeoutMs':
+    'On SIGTERM/SIGINT, how long in-flight requests may take to finish before they are cut.',
+
+  admin: 'The admin API, `/metrics`, the admin probes and the console: their own listener.',
+  'admin.enabled': 'Run the admin listener at all.',
+  'admin.host':
+    'Address of the admin listener. A non-loopback address needs a token (`admin.token` or `admin.tokens`), or the gateway refuses to start.',
+  'admin.port': 'Port of the admin listener; `0` picks a free port.',
+  'admin.token':
+    'The bearer token of the admin API, role `admin`, named `admin` in the audit trail; at least 16 characters. Compared in constant time.',
+  'admin.console': 'Serve the operator console at `/console/` on the admin listener.',
+  'admin.consoleOrigin':
+    'The origin the console is opened at, when it is not `http://<admin.host>:<admin port>` (a reverse proxy, another name), e.g. `https://admin.example.com`. Only this origin (and, without a token, the loopback origins) may call the admin API from a browser.',
+  'admin.tokens':
+    'More admin tokens, each with a name and a role, given by the SHA-256 of the token (never the token). Names must be unique (`admin` is taken when `admin.token` is set). The environment form is `name:role:sha256[,name:role:sha256...]`.',
+  'admin.tokens[].name': 'The token’s name: the actor in the audit trail.',
+  'admin.tokens[].role':
+    '`read`: every GET; `keys`: also create, rotate and revoke keys; `admin`: everything (docs/admin.md, "Roles").',
+  'admin.tokens[].sha256':
+    'Hex SHA-256 of the token (`printf %s "$TOKEN" | sha256sum`), optionally prefixed `sha256:`.',
+  'admin.tls':
+    'Serve the admin API over HTTPS (may be the same files as `server.tls`; reloaded the same way). Without it, a token on a non-loopback address logs a warning at start.',
+  'admin.tls.certFile': 'PEM certificate (chain) file.',
+  'admin.tls.keyFile': 'PEM private key file of the certificate.',
+
+  routes:
+    'The protected routes: path prefix → upstream. The longest matching prefix wins, on segment boundaries; no match is 404. The path is forwarded unchanged (docs/routes-and-scopes.md).',
+  'routes[].prefix':
+    'Path prefix, e.g. `/notify/v1`: starts with `/`, plain URL path characters (no `%`, `\\` or `;`), no empty (`//`) or dot (`.`, `..`) segment; each prefix once.',
+  'routes[].target':
+    'Upstream base URL (`http://` or `https://`). A path of its own is prepended to the request path: `http://b:9090/base` + `/notify/v1/x` → `/base/notify/v1/x`. `UPSTREAM_URL` sets it when the file has at most one route.',
+  'routes[].timeoutMs': 'This route’s `upstream.timeoutMs`.',
+  'routes[].methods':
+    'Methods this route forwards, in upper case (`GET` implies `HEAD`); any other gets 405 with `Allow`, before the key is read. Default: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS. `TRACE`, `TRACK` and `CONNECT` are always refused.',
+
+  upstream: 'How the gateway talks to upstreams.',
+  'upstream.timeoutMs':
+    'Time to the upstream’s response headers, and the longest idle gap after them; past it 504 (or the client connection is cut, once the answer has begun).',
+  'upstream.maxSockets': 'Keep-alive connections per upstream.',
+  'upstream.keepAliveMs': 'How long an idle upstream connection is kept.',
+
+  store: 'Where companies and key records live (docs/keys.md, "Stores").',
+  'store.type':
+    '`file`: a declarative key file, read-only, reloaded on change (the embedded default, no server); `redis`: the shared store behind the admin API; `memory`: tests and the demo. `REDIS_URL` sets `redis`.',
+  'store.file': 'The file store.',
+  'store.file.path':
+    'The key file, relative to the config file’s folder (so beside a custom config, not the shipped one).',
+  'store.redis':
+    'The Redis store: single node, Sentinel or Cluster (docs/scaling.md). Needs Redis 6.2 or later.',
+  'store.redis.url':
+    '`redis://` or `rediss://` (TLS); user and password in the URL. With `sentinels` or `cluster` only its credentials, TLS and database are used.',
+  'store.redis.sentinels': 'Sentinel addresses (not the data nodes); with `sentinelName`.',
+  'store.redis.sentinels[].host': 'Sentinel host.',
+  'store.redis.sentinels[].port': 'Sentinel port.',
+  'store.redis.sentinelName': 'The master name the sentinels monitor.',
+  'store.redis.cluster': 'Redis Cluster seed nodes; the rest is discovered.',
+  'store.redis.cluster[].host': 'Node host.',
+  'store.redis.cluster[].port': 'Node port.',
+  'store.redis.keyPrefix': 'Prefix of every Redis key and pub/sub channel the gateway uses.',
+  'store.redis.commandTimeoutMs':
+    'Upper bound of one Redis command: no request waits longer on a dead or hung Redis.',
+  'store.redis.connectTimeoutMs': 'Connect timeout; start-up waits at most this long for Redis.',
+
+  cache: 'Each instance’s in-process cache of key records and companies (positive and negative).',
+  'cache.maxEntries': 'Key records cached per process (about 0.6 KB of heap each).',
+  'cache.positiveTtlMs':
+    'A valid key is re-read from the store after this long (invalidations usually drop it sooner).',
+  'cache.negativeTtlMs':
+    'An unknown key is remembered as unknown this long, so guessing costs no store lookup.',
+  'cache.staleIfErrorMs':
+    'While the store is unreachable, a cached valid key keeps working this much past its TTL.',
+
+  rateLimit:
+    'Limits per company and per key, by tier; shared by every instance through Redis (docs/rate-limits.md).',
+  'rateLimit.tiers':
+    'The tiers a company can be on, each a `name` and either `windows` or the one-window shorthand `points` + `duration`. A company’s own `limits` replace its tier’s windows; a key’s own `limits` add to them.',
+  'rateLimit.tiers[].name': 'Tier name, lower case: what a company’s `tier` names.',
+  'rateLimit.tiers[].points': 'Requests per window (shorthand for one window).',
+  'rateLimit.tiers[].duration': 'Window length in seconds (shorthand for one window).',
+  'rateLimit.tiers[].windows':
+    'Windows, all enforced, no two of the same length. A request counts in all of them or, when one is full, in none.',
+  'rateLimit.tiers[].windows[].points': 'Requests per window.',
+  'rateLimit.tiers[].windows[].duration': 'Window length in seconds.',
+  'rateLimit.failurePolicy':
+    'While the limiter’s Redis fails: `insurance` admits each process’s share of every window, in memory; `open` admits everything; `closed` answers 503 (and `/readyz` turns `not ready`).',
+  'rateLimit.redisUrl':
+    'A Redis for the rate-limit counters (and usage) only, when the store is not Redis: file-store sidecars then share exact limits. Ignored with the Redis store.',
+  'rateLimit.lease':
+    'Shared limits take quota from Redis in leases spent locally: never over the limit, under-admission bounded (docs/rate-limits.md, "Leases").',
+  'rateLimit.lease.maxSize': 'Largest lease, in requests. `1` = one Redis call per request, exact.',
+  'rateLimit.lease.divisor':
+    'A lease takes at most 1/`divisor` of what is left of a window, so leases shrink to 1 near the limit.',
+  'rateLimit.instances':
+    'Gateway replicas sharing the limits (`--workers` is multiplied in). While Redis fails, each process admits ⌊points / (instances × workers)⌋ per window; set it to the largest replica count.',
+  'rateLimit.authFailures':
+    'The failed-authentication budget per client address and process: missing or invalid keys and keys in the URL count; past it every request from the address gets 429 until the window ends.',
+  'rateLimit.authFailures.enabled': 'Keep the budget at all.',
+  'rateLimit.authFailures.points': 'Failures allowed per window.',
+  'rateLimit.authFailures.duration': 'Window length in seconds.',
+
+  keys: 'Key rules (docs/keys.md).',
+  'keys.maxActiveKeys':
+    'Active keys per company (the spec recommends two); over it, key creation answers 409. `0` = no cap.',
+  'keys.rotationAgeDays': 'Keys older than this are listed with `rotationDue: true`.',
+  'keys.acceptLegacyFormat':
+    'Accept keys that do not follow the `nk_` format (imported from another system by hash).',
+  'keys.maxLength': 'Longer `X-API-Key` values are refused unread (401).',
+  'keys.exposedKeys':
+    'A valid key seen in a URL: `flag` it (`exposedAt`, a `key.exposed` audit event), or also `revoke` it at once.',
+  'keys.lastUsedIntervalMs': '`lastUsedAt` is written at most this often per key.',
+
+  headers: 'Headers the gateway sets for the upstream, and which client headers it forwards.',
+  'headers.companyId': 'Trusted header carrying the key’s company id.',
+  'headers.keyId': 'Trusted header carrying the key’s id (never the key).',
+  'headers.companyTier': 'Trusted header carrying the company’s tier.',
+  'headers.requestId': 'Request id header, to the upstream and on every answer.',
+  'headers.acceptClientRequestId':
+    'Reuse a well-formed client request id (1–128 characters, no key material) instead of generating one.',
+  'headers.stripFromClients':
+    'More client headers never forwarded, from any peer; a trailing `*` makes a prefix (`X-Debug-*`).',
+  'headers.allowFromClients':
+    'Allow-list mode: only these client headers are forwarded (same syntax), besides `Host`, `Content-Length`, `Transfer-Encoding`, `Content-Type` and a trusted proxy’s `X-Forwarded-For`/`-Proto`/`-Host`. Every drop rule still applies to them. Unset: every header passes that no drop rule names (docs/security.md).',
+
+  urlKeyGuard: 'The check that refuses an API key sent in the URL, before authentication (docs/security.md).',
+  'urlKeyGuard.paramNames':
+    'Query parameter names refused as a key in the URL (401), compared without case, `-`, `_` and `.`. Key-shaped values are refused under any name.',
+  'urlKeyGuard.methodOverrideParams':
+    'Query and matrix parameters that would override the method: refused 400 `METHOD_OVERRIDE_IN_URL` before authentication, and looked for in form and JSON bodies (below).',
+  'urlKeyGuard.methodOverrideInBody':
+    '`refuse`: a form body (urlencoded, any `multipart/*`, or no `Content-Type`) or a JSON body naming one of `methodOverrideParams` gets 400 `METHOD_OVERRIDE_IN_BODY`, and a compressed one or one in a charset that is not ASCII-compatible 415; such bodies are read whole after the rate limit (within `server.bodyLimitBytes`). `allow`: every body streams unread.',
+  'urlKeyGuard.maxParams':
+    'Query and matrix pieces read before authentication; a URL with more gets 400 (a cost cap).',
+  'urlKeyGuard.maxPathSegments':
+    'Path segments read before authentication; a URL with more gets 400 (a cost cap).',
+
+  securityHeaders: 'Security headers (helmet’s set) on answers.',
+  'securityHeaders.proxied':
+    'Upstream answers: `fill` adds the headers the upstream did not set; `override` replaces the upstream’s; `off` adds none. The gateway’s own answers always carry the full set (HSTS over HTTPS only).',
+
+  browser: 'API keys are for servers; browsers can be refused outright.',
+  'browser.refuseBrowserRequests': 'Refuse requests carrying `Origin` or `Sec-Fetch-Mode: cors` with 403.',
+
+  signing:
+    'Sign the trusted headers for upstreams that can also be reached another way (docs/requests.md, "Signed identity").',
+  'signing.enabled': 'Add the signature header to every forwarded request.',
+  'signing.secret':
+    'HMAC-SHA256 secret shared with the upstream; at least 32 characters; required when enabled.',
+  'signing.header': 'Name of the signature header.',
+
+  log: 'Logs: pino JSON on stdout (docs/operations.md, "Logs").',
+  'log.level': 'Least level written.',
+  'log.accessLog': 'Write one access line per request.',
+
+  usage: 'Requests per company and UTC hour (docs/admin.md, "Usage").',
+  'usage.enabled': 'Count usage at all.',
+  'usage.retentionDays': 'Days hourly counts are kept in Redis.',
+  'usage.flushIntervalMs': 'How often each instance writes its counts, in one pipeline.',
+
+  metrics: 'Prometheus metrics on the admin port (docs/operations.md, "Metrics").',
+  'metrics.companyLabel':
+    'Label rate-limit metrics with company ids (unbounded cardinality: off by default).',
+};
