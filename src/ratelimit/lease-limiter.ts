@@ -7,10 +7,12 @@ import type { RedisClient } from '../redis/connection.js';
  * `floor(free / divisor)` clamped to [1, max lease] while it has quota; the lease is the smallest
  * of those, taken from every window, or 0 from all of them when any window is full: a request
  * refused by one window consumes none of the others. Before taking, `carry` unused points of the
- * previous lease go back to each window that is still the one they came from (same end, within END_TOLERANCE_MS):
- * a lease ends with its shortest window, and its rest was counted in the longer ones too.
- * Counters are the ones RateLimiterRedis keeps (`SET NX EX` then `INCRBY`); they only grow by what
- * is granted, so the grants in any window never sum over its `points`. Returns {grant, index of the
+ * previous lease go back to each window that is still the one they came from (same end, within
+ * END_TOLERANCE_MS): a lease ends with its shortest window, and its rest was counted in the longer
+ * ones too. Counters have the format of rate-limiter-flexible's RateLimiterRedis (`SET NX EX`,
+ * `INCRBY`); they grow by what is granted and by what an insurance admitted (SETTLE_LUA), and a
+ * grant is only ever what is left, so the grants in any window never sum over its `points`
+ * minus what the insurance admitted before them. Returns {grant, index of the
  * refusing window (the full one that resets last; 0 = none), then used, PTTL and end (Redis clock,
  * ms) per window}.
  */
