@@ -12,7 +12,8 @@ export const SETTLE_INTERVAL_MS = 250;
  * each of the subject's windows, through Redis too (ms). Other processes may still be on their
  * insurance, with admissions Redis has not seen yet; each of them writes those within
  * `SETTLE_INTERVAL_MS` of reaching Redis, and reconnects after an outage within about 1 s of each
- * other (the client's back-off), so 2 s covers the gap. Test: test/integration/outage-limits.test.ts.
+ * other (the client's back-off), so 2 s covers the gap. Test: test/unit/ratelimit/tier-limiter.test.ts,
+ * "caps: an instance back on Redis admits at most its share while another one is not back yet".
  */
 export const CAP_MS = 2_000;
 
@@ -66,8 +67,6 @@ interface Stay {
   until: number;
 }
 
-/** Subjects on the insurance before ended stays are swept. */
-const MAX_STAYS = 10_000;
 /**
  * A full table is swept at most this often (ms): when every entry is live, a sweep per new entry
  * would cost a pass over the table per request. Live entries are never dropped, so the tables
@@ -96,6 +95,13 @@ const SWEEP_EVERY_MS = 1_000;
  * windows, or until its shortest window ends (so requests do not each wait for a Redis timeout).
  * Everything here is synchronous: two concurrent requests can never both take a share's last point.
  * Bound and test: docs/operations.md, test/integration/outage-limits.test.ts.
+ *
+ * @example
+ * const ins = new Insurance(2); // two processes: a share of 5 of 10
+ * const w = [{ key: 'rl:{acme}:c60', points: 10, duration: 60 }];
+ * ins.reserve(w, now); // null: counted; then ins.align(w, redisDecision, now), or ins.release(w)
+ * ins.admit('acme', w, now).allowed; // Redis failed: admitted while the share has room
+ * await lease.settle(id, ins.owed(w, now) ?? []); // Redis answers again: it counts them too
  */
 export class Insurance {
   private readonly counters = new Map<string, Counter>();
@@ -105,9 +111,14 @@ export class Insurance {
   private countersSweptAt = -Infinity;
   private staysSweptAt = -Infinity;
 
+  /**
+   * `instances`: processes sharing the limits (the share is `insurancePoints(points, instances)`).
+   * Ended counters are swept once `maxCounters` are held, ended stays once `maxStays` are.
+   */
   constructor(
     private readonly instances: number,
     private readonly maxCounters = 100_000,
+    private readonly maxStays = 10_000,
   ) {}
 
   /** This process's share of `points`. */
@@ -137,7 +148,7 @@ export class Insurance {
     const cs = windows.map((w) => this.counter(w, now));
     let stay = this.stays.get(subject);
     if (!stay) {
-      if (this.stays.size >= MAX_STAYS && now - this.staysSweptAt >= SWEEP_EVERY_MS) {
+      if (this.stays.size >= this.maxStays && now - this.staysSweptAt >= SWEEP_EVERY_MS) {
         this.staysSweptAt = now;
         for (const [s, st] of this.stays) if (st.until <= now) this.stays.delete(s);
       }

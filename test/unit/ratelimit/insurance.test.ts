@@ -205,6 +205,17 @@ describe('Insurance: sizing and memory', () => {
     assert.equal(ins.admit('tiny', [{ key: 'rl:{tiny}:c60', points: 3, duration: 60 }], T).allowed, false);
   });
 
+  test('a full table of stays is swept of ended ones only: a flood of others never ends a live stay', () => {
+    const ins = new Insurance(2, 100_000, 3);
+    const w = (key: string, duration: number) => [{ key, points: 4, duration }];
+    ins.admit('long', w('long', 60), T);
+    for (let i = 0; i < 50; i++) ins.admit(`short-${i}`, w(`short-${i}`, 1), T + i * 1000);
+    // Sweeps ran (three stays held, a second apart): every ended stay went, the live one stayed.
+    assert.equal(ins.onStay('long', w('long', 60), T + 50_000), true);
+    assert.equal(ins.onStay('short-49', w('short-49', 1), T + 49_500), true);
+    assert.equal(ins.onStay('long', w('long', 60), T + 60_000), false);
+  });
+
   test('a full table is swept of ended windows at most once a second; live ones keep their counts', () => {
     const ins = new Insurance(2, 2);
     const w = (key: string, duration: number) => [{ key, points: 4, duration }];
