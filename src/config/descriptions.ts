@@ -112,7 +112,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'rateLimit.tiers[].windows[].points': 'Requests per window.',
   'rateLimit.tiers[].windows[].duration': 'Window length in seconds.',
   'rateLimit.failurePolicy':
-    'While the limiter’s Redis fails: `insurance` admits each process’s share of every window, in memory; `open` admits everything; `closed` answers 503 (and `/readyz` turns `not ready`).',
+    'While the limiter’s Redis fails: `insurance` admits each process’s share of every window, in memory, and writes what it admitted to Redis when Redis answers (with load spread evenly no window exceeds its limit: docs/rate-limits.md); `open` admits everything; `closed` answers 503 (and `/readyz` turns `not ready`).',
   'rateLimit.redisUrl':
     'A Redis for the rate-limit counters (and usage) only, when the store is not Redis: file-store sidecars then share exact limits. Ignored with the Redis store.',
   'rateLimit.lease':
@@ -121,7 +121,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'rateLimit.lease.divisor':
     'A lease takes at most 1/`divisor` of what is left of a window, so leases shrink to 1 near the limit.',
   'rateLimit.instances':
-    'Gateway replicas sharing the limits (`--workers` is multiplied in). While Redis fails, each process admits ⌊points / (instances × workers)⌋ per window; set it to the largest replica count.',
+    'Gateway replicas sharing the limits (`--workers` is multiplied in). While Redis fails, each process admits ⌊points / (instances × workers)⌋ per window; set it to the largest replica count (a smaller value multiplies what an outage can admit by that factor).',
   'rateLimit.authFailures':
     'The failed-authentication budget per client address and process: missing or invalid keys and keys in the URL count; past it every request from the address gets 429 until the window ends.',
   'rateLimit.authFailures.enabled': 'Keep the budget at all.',

@@ -237,7 +237,16 @@ export const configSchema = z
     rateLimit: z
       .object({
         tiers: z.array(tierSchema).min(1).default(DEFAULT_TIERS),
-        /** What the limiter does while Redis fails: per-instance memory limiter, let all pass, or refuse (503). */
+        /**
+         * What the limiter does while Redis fails. `insurance`: each process admits its share of
+         * every window in memory, ⌊points / (instances × workers)⌋, counting what it admitted
+         * through Redis in that window, and writes what it admitted to Redis once Redis answers
+         * (then, for 2 s, still at most its share). The bound: with load spread evenly and every
+         * process losing and regaining Redis within 2 s of the others, no window of a company or a
+         * key admits more than its limit; uneven load before the outage, or one process cut off
+         * alone, can add up to one share per other process (below 2 × the limit); see
+         * docs/operations.md. `open`: no limit. `closed`: 503.
+         */
         failurePolicy: z.enum(['insurance', 'open', 'closed']).default('insurance'),
         /**
          * Redis for the rate-limit counters only, when the key store is not Redis (file-store
@@ -260,7 +269,8 @@ export const configSchema = z
         /**
          * Gateway instances (replicas) sharing the limits through Redis. While Redis fails, each
          * process's insurance admits floor(points / (instances × workers)) per window, so all of
-         * them together never admit more than the limit. Set it to the largest replica count.
+         * them together never admit more than the limit. Set it to the largest replica count: a
+         * smaller value multiplies what an outage can admit by that factor.
          */
         instances: z.coerce.number().int().min(1).max(10_000).default(1),
         /** Failed authentications allowed per client address before 429. */

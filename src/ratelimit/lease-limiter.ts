@@ -7,10 +7,12 @@ import type { RedisClient } from '../redis/connection.js';
  * `floor(free / divisor)` clamped to [1, max lease] while it has quota; the lease is the smallest
  * of those, taken from every window, or 0 from all of them when any window is full: a request
  * refused by one window consumes none of the others. Before taking, `carry` unused points of the
- * previous lease go back to each window that is still the one they came from (same end, within END_TOLERANCE_MS):
- * a lease ends with its shortest window, and its rest was counted in the longer ones too.
- * Counters are the ones RateLimiterRedis keeps (`SET NX EX` then `INCRBY`); they only grow by what
- * is granted, so the grants in any window never sum over its `points`. Returns {grant, index of the
+ * previous lease go back to each window that is still the one they came from (same end, within
+ * END_TOLERANCE_MS): a lease ends with its shortest window, and its rest was counted in the longer
+ * ones too. Counters have the format of rate-limiter-flexible's RateLimiterRedis (`SET NX EX`,
+ * `INCRBY`); they grow by what is granted and by what an insurance admitted (SETTLE_LUA), and a
+ * grant is only ever what is left, so the grants in any window never sum over its `points`
+ * minus what the insurance admitted before them. Returns {grant, index of the
  * refusing window (the full one that resets last; 0 = none), then used, PTTL and end (Redis clock,
  * ms) per window}.
  */
@@ -83,10 +85,49 @@ end
 return 1
 `;
 
+/**
+ * Writes what one process's insurance admitted while Redis failed into the counters (KEYS: counter,
+ * then its record `<counter>:ins`, per window; ARGV: the process's id, then per window the ms left
+ * of its insurance window and the total the insurance admitted in it). A counter Redis no longer
+ * has starts with that many ms left (the window the insurance counted in). The record keeps the
+ * total written per process, and only the difference is added: a retried or late command (one that
+ * timed out while Redis hung runs when it resumes) never counts the same requests twice.
+ */
+const SETTLE_LUA = `
+local id = ARGV[1]
+for i = 1, #KEYS, 2 do
+  local ms, total = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  redis.call('set', KEYS[i], 0, 'PX', ms, 'NX')
+  local ttl = redis.call('pttl', KEYS[i])
+  if ttl < 0 then
+    redis.call('pexpire', KEYS[i], ms)
+    ttl = ms
+  end
+  local before = tonumber(redis.call('hget', KEYS[i + 1], id) or '0')
+  if total > before then
+    redis.call('incrby', KEYS[i], total - before)
+    redis.call('hset', KEYS[i + 1], id, total)
+    redis.call('pexpire', KEYS[i + 1], ttl)
+  end
+end
+return 1
+`;
+
 type LeaseRedis = RedisClient & {
   gwLeaseTakeN(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   gwLeaseReleaseN(numKeys: number, ...args: (string | number)[]): Promise<number>;
+  gwLeaseSettleN(numKeys: number, ...args: (string | number)[]): Promise<number>;
 };
+
+/** Requests admitted outside Redis in one window, for `LeaseLimiter.settle`. */
+export interface AdmittedElsewhere {
+  /** The window's counter key. */
+  key: string;
+  /** Ms left of the window in which they were admitted (≥ 1). */
+  msLeft: number;
+  /** All requests this process admitted there outside Redis so far (a total, not an increment). */
+  total: number;
+}
 
 /** One window of a subject: its Redis counter key, `points` per `duration` seconds. */
 export interface LeaseWindow {
@@ -186,6 +227,7 @@ export class LeaseLimiter {
     if (typeof redis.gwLeaseTakeN !== 'function') {
       redis.defineCommand('gwLeaseTakeN', { lua: TAKE_LUA });
       redis.defineCommand('gwLeaseReleaseN', { lua: RELEASE_LUA });
+      redis.defineCommand('gwLeaseSettleN', { lua: SETTLE_LUA });
     }
     this.redis = redis;
   }
@@ -218,6 +260,20 @@ export class LeaseLimiter {
       lease.pending ??= this.take(lease).finally(() => (lease.pending = null));
       await lease.pending;
     }
+  }
+
+  /**
+   * Counts in Redis what process `id` admitted outside it (its insurance) in the given windows,
+   * which must share one Cluster slot (one subject's, or one company's). Idempotent per `id` and
+   * window (`total` is a running total). Rejects when Redis fails; then nothing may have been
+   * written, or all of it.
+   */
+  async settle(id: string, windows: readonly AdmittedElsewhere[]): Promise<void> {
+    if (windows.length === 0) return;
+    if (this.redis.status !== 'ready') throw new Error(`Redis is not ready (${this.redis.status})`);
+    const keys = windows.flatMap((w) => [w.key, `${w.key}:ins`]);
+    const args = windows.flatMap((w) => [Math.max(1, Math.ceil(w.msLeft)), w.total]);
+    await this.redis.gwLeaseSettleN(keys.length, ...keys, id, ...args);
   }
 
   /** Gives every unused lease back to Redis (bounded by the client's command timeout); idempotent. */

@@ -14,11 +14,12 @@ interface Counter {
 }
 
 /**
- * Fixed windows counted in process memory (no Redis, or Redis down under the `insurance` policy).
+ * Fixed windows counted in process memory (the limiter without Redis; with Redis, `Insurance`).
  * A request is checked against every window and counted in all of them in one synchronous step,
  * or in none when any window is full: two concurrent requests can never both take the last point,
  * and a refusal consumes nothing. A window starts with its first request, as in Redis. Ended
- * windows are swept once the table holds `maxCounters` entries.
+ * windows are swept once the table holds `maxCounters` entries (at most once a second); live ones
+ * are kept, so the table holds one entry per window of every subject served in it.
  *
  * @example
  * const m = new MemoryWindowLimiter();
@@ -26,11 +27,13 @@ interface Counter {
  */
 export class MemoryWindowLimiter {
   private readonly counters = new Map<string, Counter>();
+  private sweptAt = -Infinity;
   constructor(private readonly maxCounters = 100_000) {}
 
   /** Counts one request against every window (at `now`, ms); the answer has the shape of a lease decision. */
   consume(windows: readonly MemoryWindow[], now: number): LeaseDecision {
-    if (this.counters.size >= this.maxCounters) this.sweep(now);
+    // At most one sweep a second: a table full of live windows would otherwise cost a pass per request.
+    if (this.counters.size >= this.maxCounters && now - this.sweptAt >= 1000) this.sweep(now);
     const counters = windows.map((w) => this.counter(w, now));
     let refusedBy = -1;
     counters.forEach((c, i) => {
@@ -54,12 +57,6 @@ export class MemoryWindowLimiter {
     return this.counters.size;
   }
 
-  /** Counts one request in every window whether or not it has room (admitted elsewhere). */
-  add(windows: readonly MemoryWindow[], now: number): void {
-    if (this.counters.size >= this.maxCounters) this.sweep(now);
-    for (const w of windows) this.counter(w, now).used++;
-  }
-
   private counter(w: MemoryWindow, now: number): Counter {
     let c = this.counters.get(w.key);
     if (!c || c.end <= now) {
@@ -70,6 +67,7 @@ export class MemoryWindowLimiter {
   }
 
   private sweep(now: number): void {
+    this.sweptAt = now;
     for (const [key, c] of this.counters) if (c.end <= now) this.counters.delete(key);
   }
 }

@@ -1,9 +1,14 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { LRUCache } from 'lru-cache';
 import type { Tier } from '../config/schema.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { LeaseLimiter, type LeaseDecision, type LeaseWindow } from './lease-limiter.js';
+import { Insurance, SETTLE_INTERVAL_MS, type InsuranceDebt } from './insurance.js';
 import { MemoryWindowLimiter } from './memory-windows.js';
+
+export { insurancePoints } from './insurance.js';
 
 /** What the limiter does while Redis fails (`rateLimit.failurePolicy`). */
 export type FailurePolicy = 'insurance' | 'open' | 'closed';
@@ -57,6 +62,7 @@ export interface TierLimiterOptions {
   redis?: RedisClient;
   keyPrefix: string;
   failurePolicy: FailurePolicy;
+  /** Called for each request whose limiter call to Redis failed. */
   onStoreError?: (err: unknown) => void;
   /**
    * Lease sizing with Redis (`rateLimit.lease`): a lease is at most `maxSize` points and at most
@@ -69,7 +75,7 @@ export interface TierLimiterOptions {
    * window. Default 1.
    */
   instances?: number;
-  /** Wall clock, ms (tests). Default `Date.now`. */
+  /** Monotonic clock, ms (tests). Default `performance.now`; the lease limiter shares it. */
   now?: () => number;
 }
 
@@ -77,27 +83,6 @@ export interface TierLimiterOptions {
 interface SubjectWindow extends LeaseWindow {
   owner: 'company' | 'key';
 }
-
-/**
- * This process's share of a limit while Redis fails: `floor(points / instances)`, so that all
- * instances' insurance together never admits more than `points` (a ceiling could exceed it by up
- * to `instances − 1`). 0 when there are more instances than points: refuse rather than exceed.
- */
-export function insurancePoints(points: number, instances: number): number {
-  return Math.floor(points / Math.max(1, Math.floor(instances)));
-}
-
-/**
- * The limiter that counts while Redis fails (policy `insurance`): per process, in memory, over
- * the same windows, each at this process's share (`insurancePoints`). Kept in one function so its
- * sizing has one home.
- */
-export function createInsuranceLimiter(): MemoryWindowLimiter {
-  return new MemoryWindowLimiter();
-}
-
-/** Most subjects remembered as "on the insurance" before ended entries are swept. */
-const MAX_INSURED = 10_000;
 
 /**
  * Per-company (and per-key) limits over one or more windows. A company's windows are its own
@@ -108,21 +93,24 @@ const MAX_INSURED = 10_000;
  * never over a limit, under-admission bounded (bench/README.md). Without Redis, the windows are
  * counted in memory (`MemoryWindowLimiter`), just as atomically. When Redis fails the configured
  * policy applies: `open` lets requests through, `closed` refuses them with 503, and `insurance`
- * admits this process's share of each window (`insurancePoints`) in memory, so all instances
- * together stay within the limit. What this process admitted through Redis in a window counts
- * against its share too (a fallback mid-window admits only what is left), and a subject that fell
- * back stays on the insurance until its shortest insurance window ends (Redis never saw those
- * admissions, so asking it again in that window would admit them twice). Recovery is automatic.
+ * admits this process's share of each window in memory (`Insurance`: what Redis admitted counts
+ * against the share, and what the insurance admitted is written to Redis when it answers again).
+ * Recovery is automatic.
  */
 export class TierRateLimiter {
   private readonly tiers = new Map<string, Tier>();
   private readonly shared: LeaseLimiter | null;
   private readonly memory = new MemoryWindowLimiter();
-  private readonly insurance = createInsuranceLimiter();
-  /** Subjects on the insurance, until `now()` ms (see the class comment). */
-  private readonly onInsurance = new Map<string, number>();
-  private readonly instances: number;
+  /** This process's counts and its insurance (with Redis, under the `insurance` policy). */
+  private readonly insurance: Insurance | null;
+  /** Names this process's insurance admissions in Redis (`LeaseLimiter.settle`). */
+  private readonly id = randomUUID();
   private readonly now: () => number;
+  /** Settle calls in flight, per Cluster hash tag (one company's counters). */
+  private readonly settling = new Map<string, Promise<void>>();
+  private settleTimer: NodeJS.Timeout | null = null;
+  private settleRound: Promise<void> | null = null;
+  private settleTurn = 0;
 
   constructor(private readonly opts: TierLimiterOptions) {
     for (const t of opts.tiers)
@@ -130,12 +118,18 @@ export class TierRateLimiter {
         t.name,
         'windows' in t ? t : { name: t.name, windows: [{ points: t.points, duration: t.duration }] },
       );
-    this.instances = opts.instances ?? 1;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? (() => performance.now());
     const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
     this.shared = opts.redis
-      ? new LeaseLimiter({ redis: opts.redis, maxLease: lease.maxSize, divisor: lease.divisor })
+      ? new LeaseLimiter({
+          redis: opts.redis,
+          maxLease: lease.maxSize,
+          divisor: lease.divisor,
+          now: this.now,
+        })
       : null;
+    this.insurance =
+      this.shared && opts.failurePolicy === 'insurance' ? new Insurance(opts.instances ?? 1) : null;
   }
 
   /**
@@ -151,26 +145,115 @@ export class TierRateLimiter {
     extra: Omit<LimitSubject, 'companyId' | 'tier'> = {},
   ): Promise<RateDecision> {
     const windows = this.windowsOf({ companyId, tier: tierName, ...extra });
+    if (!this.shared) return toDecision(windows, this.memory.consume(windows, this.now()), 'primary');
     const subject = extra.keyLimits?.length && extra.keyId ? `${companyId}\n${extra.keyId}` : companyId;
-    const insured = this.shared !== null && this.opts.failurePolicy === 'insurance';
-    if (insured && this.stillInsured(subject)) return this.insured(windows, subject);
+    if (this.insurance) return this.consumeInsured(this.shared, this.insurance, subject, windows);
     try {
-      const d = this.shared
-        ? await this.shared.consume(subject, windows)
-        : this.memory.consume(windows, this.now());
-      // Counted against the insurance too: a fallback later in this window admits only what is
-      // left of this process's share, never a full share on top of what Redis already admitted.
-      if (insured && d.allowed) this.insurance.add(this.shareOf(windows), this.now());
-      return toDecision(windows, d, 'primary');
+      return toDecision(windows, await this.shared.consume(subject, windows), 'primary');
     } catch (err) {
       this.opts.onStoreError?.(err);
-      return this.fallback(windows, subject, err);
+      if (this.opts.failurePolicy === 'closed')
+        throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause: err });
+      const all = windows.map((w) => ({ ...w, remaining: w.points, msBeforeReset: w.duration * 1000 }));
+      return toDecision(windows, { allowed: true, refusedBy: -1, windows: all }, 'open');
     }
   }
 
-  /** Gives unused leased quota back to Redis (on shutdown, before the Redis client closes). */
+  /**
+   * Gives unused leased quota back to Redis and writes what the insurance admitted (on shutdown,
+   * before the Redis client closes; each bounded by the client's command timeout).
+   */
   async close(): Promise<void> {
+    if (this.settleTimer) clearInterval(this.settleTimer);
+    this.settleTimer = null;
+    await this.settleRound;
+    await this.settleAll();
     await this.shared?.close();
+  }
+
+  /** Redis, with this process's counts beside it and the insurance when Redis fails. */
+  private async consumeInsured(
+    shared: LeaseLimiter,
+    ins: Insurance,
+    subject: string,
+    windows: SubjectWindow[],
+  ): Promise<RateDecision> {
+    if (ins.onStay(subject, windows, this.now())) return this.insured(ins, subject, windows);
+    try {
+      // What the insurance admitted in these windows goes to Redis before Redis admits more in them.
+      for (let round = 0; round < 3; round++) {
+        const debts = ins.owed(windows, this.now());
+        if (!debts) break;
+        await this.settle(debts);
+      }
+    } catch (err) {
+      this.opts.onStoreError?.(err);
+      return this.insured(ins, subject, windows);
+    }
+    const capped = ins.reserve(windows, this.now());
+    if (capped) return toDecision(windows, asConfigured(windows, capped), 'insurance');
+    let d: LeaseDecision;
+    try {
+      d = await shared.consume(subject, windows);
+    } catch (err) {
+      ins.release(windows);
+      this.opts.onStoreError?.(err);
+      return this.insured(ins, subject, windows);
+    }
+    if (d.allowed) ins.align(windows, d, this.now());
+    else ins.release(windows);
+    return toDecision(windows, d, 'primary');
+  }
+
+  /** Admits on the insurance (this process's share); its debts are then written as soon as Redis answers. */
+  private insured(ins: Insurance, subject: string, windows: SubjectWindow[]): RateDecision {
+    const d = ins.admit(subject, windows, this.now());
+    if (d.allowed && !this.settleTimer) {
+      this.settleTimer = setInterval(() => {
+        this.settleRound ??= this.settleAll().finally(() => (this.settleRound = null));
+      }, SETTLE_INTERVAL_MS);
+      this.settleTimer.unref();
+    }
+    // The headers keep describing the company's limit; what is left is this process's share.
+    return toDecision(windows, asConfigured(windows, d), 'insurance');
+  }
+
+  /**
+   * Writes every debt to Redis: one company first (while Redis is down, one call per round, not
+   * one per company), then the others, 16 at a time. Stops the loop when nothing is owed.
+   */
+  private async settleAll(): Promise<void> {
+    if (!this.insurance) return;
+    const groups = [...this.insurance.owedByTag(this.now()).values()];
+    if (groups.length === 0) {
+      if (this.settleTimer) clearInterval(this.settleTimer);
+      this.settleTimer = null;
+      return;
+    }
+    // A different company first each round: on Cluster, one shard down does not hold up the others.
+    const first = this.settleTurn++ % groups.length;
+    try {
+      await this.settle(groups[first]!);
+    } catch {
+      return; // still down (requests that fall back report it): the next round tries again
+    }
+    const rest = groups.filter((_, i) => i !== first);
+    for (let i = 0; i < rest.length; i += 16)
+      await Promise.allSettled(rest.slice(i, i + 16).map((g) => this.settle(g)));
+  }
+
+  /** Writes one company's debts (one Cluster slot), one call at a time per company. */
+  private settle(debts: InsuranceDebt[]): Promise<void> {
+    const key = debts[0]!.key;
+    const company = key.slice(0, key.indexOf('}') + 1) || key;
+    let inFlight = this.settling.get(company);
+    if (!inFlight) {
+      inFlight = this.shared!.settle(this.id, debts)
+        .then(() => this.insurance!.acknowledge(debts, this.now()))
+        .finally(() => this.settling.delete(company));
+      this.settling.set(company, inFlight);
+    }
+    return inFlight;
   }
 
   private windowsOf(s: LimitSubject): SubjectWindow[] {
@@ -192,52 +275,11 @@ export class TierRateLimiter {
       for (const w of s.keyLimits) out.push({ ...w, owner: 'key', key: `${base}k:${s.keyId}:${w.duration}` });
     return out;
   }
+}
 
-  /** The windows at this process's share, counted under their own names. */
-  private shareOf(windows: SubjectWindow[]): SubjectWindow[] {
-    return windows.map((w) => ({
-      ...w,
-      points: insurancePoints(w.points, this.instances),
-      key: `${w.key}:ins`,
-    }));
-  }
-
-  /** Counts on the insurance; with Redis, keeps the subject there until its shortest window ends. */
-  private insured(windows: SubjectWindow[], subject: string): RateDecision {
-    const now = this.now();
-    const share = this.shareOf(windows);
-    const d = this.insurance.consume(share, now);
-    if (this.shared && !this.onInsurance.has(subject)) {
-      if (this.onInsurance.size >= MAX_INSURED)
-        for (const [id, until] of this.onInsurance) if (until <= now) this.onInsurance.delete(id);
-      this.onInsurance.set(subject, now + Math.min(...d.windows.map((w) => w.msBeforeReset)));
-    }
-    // The headers keep describing the company's limit; what is left is this process's share.
-    const windowsAsConfigured = d.windows.map((w, i) => ({ ...w, points: windows[i]!.points }));
-    return toDecision(windows, { ...d, windows: windowsAsConfigured }, 'insurance');
-  }
-
-  /** Whether `subject` is still in the insurance window it fell back in (Redis not asked). */
-  private stillInsured(subject: string): boolean {
-    const until = this.onInsurance.get(subject);
-    if (until === undefined) return false;
-    if (this.now() < until) return true;
-    this.onInsurance.delete(subject);
-    return false;
-  }
-
-  private fallback(windows: SubjectWindow[], subject: string, cause: unknown): RateDecision {
-    switch (this.opts.failurePolicy) {
-      case 'open': {
-        const all = windows.map((w) => ({ ...w, remaining: w.points, msBeforeReset: w.duration * 1000 }));
-        return toDecision(windows, { allowed: true, refusedBy: -1, windows: all }, 'open');
-      }
-      case 'closed':
-        throw new GatewayError('RATE_LIMITER_UNAVAILABLE', undefined, { cause });
-      case 'insurance':
-        return this.insured(windows, subject);
-    }
-  }
+/** An insurance decision with the windows' configured points (its own are this process's shares). */
+function asConfigured(windows: SubjectWindow[], d: LeaseDecision): LeaseDecision {
+  return { ...d, windows: d.windows.map((w, i) => ({ ...w, points: windows[i]!.points })) };
 }
 
 function toDecision(

@@ -63,8 +63,8 @@ describe('insurance policy: two instances, Redis timing out', () => {
   const ok = (statuses: number[]) => statuses.filter((s) => s === 200).length;
 
   /**
-   * After the outage: one request to each gateway in turn, then `n` concurrent ones (a company that
-   * fell back stays on its instance's insurance until that window ends).
+   * After the outage: one request to each gateway in turn, then `n` concurrent ones (what each
+   * instance's insurance admitted is written to Redis before Redis admits more).
    */
   async function afterOutage(key: string, n: number): Promise<number[]> {
     const first: number[] = [];

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { LeaseLimiter, type LeaseDecision, type LeaseWindow } from '../../src/ratelimit/lease-limiter.js';
 import { TierRateLimiter, type RateDecision } from '../../src/ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from '../../src/redis/connection.js';
+import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 // Several LeaseLimiter instances, each on its own Redis connection (as separate gateway processes
@@ -78,6 +79,10 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
 
   const counter = async (c: RedisClient, w: LeaseWindow) => Number((await c.get(w.key)) ?? 0);
 
+  /** Until Redis's window of `w` has ended (its counter expired on Redis's clock), polled. */
+  const windowEnded = (c: RedisClient, w: LeaseWindow) =>
+    eventually(async () => (await c.exists(w.key)) === 0, 5000, 20);
+
   test('never over the limit under concurrent load; under-admission at the first refusal ≤ (instances − 1) × lease', async () => {
     const N = 4;
     const points = 5000;
@@ -132,7 +137,7 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
         assert.equal(d.refusedBy, 0, 'the 1 s window refused');
       // The refusals took nothing from the 60 s window: 20 used, not 40.
       assert.equal(await counter(clients[0]!, ws[1]!), 20);
-      await new Promise((r) => setTimeout(r, 1100));
+      await windowEnded(clients[0]!, ws[0]!);
       // Next second: the 60 s window has 5 left, which binds now (10 concurrent → exactly 5).
       const second = await burst(ls, 10);
       assert.equal(second.admitted, 5);
@@ -151,16 +156,17 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     const [a] = await instances(1, ws, { maxLease: 50, divisor: 1 });
     assert.equal((await a!.consume()).allowed, true); // a holds 49 unused points of both windows
     assert.equal(await counter(clients.at(-1)!, ws[1]!), 50);
-    await new Promise((r) => setTimeout(r, 1100));
+    await windowEnded(clients.at(-1)!, ws[0]!);
     assert.equal((await a!.consume()).allowed, true); // a new lease of 50; the 49 went back first
     assert.equal(await counter(clients.at(-1)!, ws[1]!), 1 + 50);
     assert.equal(await counter(clients.at(-1)!, ws[0]!), 50);
   });
 
   test('a lease dies with its window: it is never spent in the next one', async () => {
-    const [a, b] = await instances(2, windows([100, 1]), { maxLease: 50, divisor: 1 });
+    const ws = windows([100, 1]);
+    const [a, b] = await instances(2, ws, { maxLease: 50, divisor: 1 });
     assert.equal((await a!.consume()).allowed, true); // a now holds 49 unused points
-    await new Promise((r) => setTimeout(r, 1100));
+    await windowEnded(clients.at(-1)!, ws[0]!);
     // The next window: b takes all of it.
     const next = await Promise.all(Array.from({ length: 120 }, () => b!.consume()));
     assert.equal(next.filter((d) => d.allowed).length, 100);
@@ -316,10 +322,8 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
       // The refusal took nothing.
       assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [3, 3]);
       await own.kill();
-      // Until the client has seen the connection go (bounded), so that the limiter's own check answers.
-      for (const end = Date.now() + 5000; c.status === 'ready' && Date.now() < end;)
-        await new Promise((r) => setTimeout(r, 10));
-      assert.notEqual(c.status, 'ready');
+      // Until the client has seen the connection go, so that the limiter's own check answers.
+      await eventually(async () => c.status !== 'ready', 5000);
       // The 2 s window has ended locally: its reset is 0, never negative; the refusal still holds.
       clock.t += 5000;
       const later = await l.consume('acme', ws);
@@ -487,6 +491,81 @@ describe('LeaseLimiter on a real Redis, several instances', () => {
     // And 'keep' still serves its point locally.
     assert.equal((await l.consume('keep', [long!])).allowed, true);
     assert.equal(await counter(c, long!), 2);
+  });
+
+  test('settle adds what a process admitted elsewhere once: a total per process and window, never twice', async () => {
+    const c = await client();
+    const l = new LeaseLimiter({ redis: c, maxLease: 1, divisor: 1 });
+    const [w] = windows([20, 60]);
+    for (let i = 0; i < 3; i++) assert.equal((await l.consume('acme', [w!])).allowed, true);
+    const ttl = await c.pttl(w!.key);
+    const settle = (id: string, total: number) => l.settle(id, [{ key: w!.key, msLeft: 30_000, total }]);
+    await settle('p1', 4);
+    assert.equal(await counter(c, w!), 3 + 4);
+    await settle('p1', 4); // retried, or a call that timed out and ran late
+    assert.equal(await counter(c, w!), 7);
+    await settle('p1', 6); // two more since: only the difference
+    assert.equal(await counter(c, w!), 9);
+    await settle('p1', 5); // an older call arriving after a newer one
+    assert.equal(await counter(c, w!), 9);
+    await settle('p2', 2); // another process: its own total
+    assert.equal(await counter(c, w!), 11);
+    // The running window keeps its end (not the insurance's 30 s), and the record goes with it.
+    const [after, record] = [await c.pttl(w!.key), await c.pttl(`${w!.key}:ins`)];
+    assert.ok(after <= ttl && after > 50_000, `counter ttl ${after}`);
+    assert.ok(record > 0 && record <= after, `record ttl ${record}`);
+    // Redis admits only what is left: 20 − 11.
+    const rest = await Promise.all(Array.from({ length: 12 }, () => l.consume('acme', [w!])));
+    assert.equal(rest.filter((d) => d.allowed).length, 9);
+  });
+
+  test("settle into a window Redis no longer has starts it with the insurance window's length", async () => {
+    const c = await client();
+    const l = new LeaseLimiter({ redis: c, maxLease: 1, divisor: 1 });
+    const ws = windows([10, 60], [5, 2]);
+    await l.settle('p1', [
+      { key: ws[0]!.key, msLeft: 40_000, total: 6 },
+      { key: ws[1]!.key, msLeft: 1200, total: 3 },
+    ]);
+    assert.deepEqual([await counter(c, ws[0]!), await counter(c, ws[1]!)], [6, 3]);
+    const [long, short] = [await c.pttl(ws[0]!.key), await c.pttl(ws[1]!.key)];
+    assert.ok(long > 35_000 && long <= 40_000, `${long}`);
+    assert.ok(short > 0 && short <= 1200, `${short}`);
+    // A take counts in those windows: 2 left in the short one.
+    const ds = await Promise.all(Array.from({ length: 4 }, () => l.consume('acme', ws)));
+    assert.equal(ds.filter((d) => d.allowed).length, 2);
+    await l.settle('p1', []); // nothing to write: no call
+  });
+
+  test('a lease held across an outage is spent after it; the settled admissions count beside it', async () => {
+    const [a, b] = await Promise.all([client(), client()]);
+    const la = new LeaseLimiter({ redis: a, maxLease: 10, divisor: 1 });
+    const lb = new LeaseLimiter({ redis: b, maxLease: 1, divisor: 1 });
+    const ws = windows([30, 60]);
+    assert.equal((await la.consume('acme', ws)).allowed, true); // a holds 9 more, counted in Redis
+    // b's insurance admitted 15 while b could not reach Redis; it writes them now.
+    await lb.settle('b', [{ key: ws[0]!.key, msLeft: 50_000, total: 15 }]);
+    assert.equal(await counter(b, ws[0]!), 10 + 15);
+    // a spends its lease locally (already counted), b gets the 5 left: 1 + 9 + 15 + 5 = 30.
+    for (let i = 0; i < 9; i++) assert.equal((await la.consume('acme', ws)).allowed, true);
+    const rest = await Promise.all(Array.from({ length: 8 }, () => lb.consume('acme', ws)));
+    assert.equal(rest.filter((d) => d.allowed).length, 5);
+    assert.equal((await la.consume('acme', ws)).allowed, false);
+  });
+
+  test('settle rejects at once while the client is not ready (the caller keeps its debts)', async () => {
+    const own = await startRedis();
+    try {
+      const c = await quickClient(own);
+      const l = new LeaseLimiter({ redis: c, maxLease: 1, divisor: 1 });
+      await own.kill();
+      await eventually(async () => c.status !== 'ready', 5000);
+      await assert.rejects(l.settle('p1', [{ key: 'gw:rl:{x}:c60', msLeft: 1000, total: 1 }]), {
+        message: /^Redis is not ready \(\w+\)$/,
+      });
+    } finally {
+      await own.stop();
+    }
   });
 
   test("per company and per key across 3 instances: a key's stricter window and the company's are each exact", async () => {

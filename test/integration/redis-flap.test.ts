@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
 import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
+import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 let redis: TestRedis;
@@ -20,7 +21,10 @@ test('a Redis that drops the subscriber right after each reconnect causes no unh
   const client = createRedisClient(cfg);
   const subscriber = createRedisClient(cfg);
   const store = new RedisKeyStore(client, subscriber, 'flap:', { heartbeatMs: 100 });
-  store.subscribe(() => undefined);
+  const received: string[] = [];
+  store.subscribe((msg) => {
+    if (msg.kind === 'company') received.push(msg.id);
+  });
   try {
     assert.ok(await waitForReady(subscriber, 3000));
     for (let i = 0; i < 15; i++) {
@@ -32,7 +36,17 @@ test('a Redis that drops the subscriber right after each reconnect causes no unh
     }
     await redis.restart();
     assert.ok(await waitForReady(subscriber, 5000), 'the subscriber comes back by itself');
-    await new Promise((r) => setTimeout(r, 200));
+    // Until the re-subscription is in place and delivers (published straight to the channel, so
+    // the store's local delivery cannot answer): every rejection of the loop has surfaced by then.
+    const probe = JSON.stringify({ kind: 'company', id: 'probe' });
+    await eventually(
+      async () => {
+        await client.publish('flap:invalidate', probe).catch(() => 0);
+        return received.includes('probe');
+      },
+      5000,
+      50,
+    );
     assert.deepEqual(rejections.map(String), []);
   } finally {
     process.off('unhandledRejection', onRejection);

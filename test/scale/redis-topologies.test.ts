@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { CreatedKey } from '../../src/admin/service.js';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import type { ConfigInput } from '../../src/config/schema.js';
+import { LeaseLimiter } from '../../src/ratelimit/lease-limiter.js';
 import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
 import { createCompanyAndKey } from '../helpers/admin.js';
@@ -134,6 +135,7 @@ const CLUSTER: Topology<TestCluster> = {
   settle: (cluster) => cluster.waitHealthy(),
   specific(ctx) {
     clusterStoreContract(ctx);
+    clusterSettle(ctx);
     test('a hung node holding invalidation subscriptions: instances move their subscription and miss no revocation', async () => {
       await hungSubscriberNode(ctx());
     });
@@ -164,6 +166,42 @@ function clusterStoreContract(ctx: () => ScaleContext<TestCluster>): void {
     });
     after(async () => store?.close());
     storeConcurrencySuite(() => store, 'cluster');
+  });
+}
+
+/**
+ * What an insurance admitted while Redis failed is written back to a company's counters with one
+ * script per company (LeaseLimiter.settle): the counters and their records share the company's
+ * hash tag, so it runs on Cluster whichever node owns the slot, and counts once.
+ */
+function clusterSettle(ctx: () => ScaleContext<TestCluster>): void {
+  test('insurance admissions are written back on Cluster, once, in every slot', async () => {
+    const { seeds } = ctx().topo;
+    const client = createRedisClient({
+      url: `redis://127.0.0.1:${seeds[0]!.port}`,
+      cluster: seeds,
+      keyPrefix: 'cs:',
+      commandTimeoutMs: 1000,
+      connectTimeoutMs: 2000,
+    });
+    try {
+      assert.ok(await waitForReady(client, 5000), 'cluster client did not become ready');
+      const l = new LeaseLimiter({ redis: client, maxLease: 1, divisor: 1 });
+      // Enough companies to land on every master.
+      for (let i = 0; i < 12; i++) {
+        const ws = [
+          { key: `cs:rl:{settle-${i}}:c60`, points: 10, duration: 60 },
+          { key: `cs:rl:{settle-${i}}:k:k1:60`, points: 8, duration: 60 },
+        ];
+        const written = ws.map((w) => ({ key: w.key, msLeft: 30_000, total: 4 }));
+        await l.settle('p1', written);
+        await l.settle('p1', written); // a retry counts nothing more
+        const ds = await Promise.all(Array.from({ length: 8 }, () => l.consume(`settle-${i}`, ws)));
+        assert.equal(ds.filter((d) => d.allowed).length, 4, `company ${i}: the key's 8 − 4`);
+      }
+    } finally {
+      client.disconnect();
+    }
   });
 }
 

@@ -79,43 +79,40 @@ describe('MemoryWindowLimiter: which window refuses, and the sweep', () => {
     assert.equal(d.windows[1]!.remaining, 4, 'the refusal took nothing from the 60 s window');
   });
 
-  test('add counts in every window whether or not it has room, and a later consume sees it', () => {
-    const m = new MemoryWindowLimiter();
-    const ws = [
-      { key: 'f:1', points: 1, duration: 1 },
-      { key: 'f:60', points: 3, duration: 60 },
-    ];
-    m.add(ws, 0);
-    m.add(ws, 0); // over the 1 s window's limit: still counted
-    const d = m.consume(ws, 0);
-    assert.deepEqual([d.allowed, d.refusedBy], [false, 0]);
-    assert.deepEqual(
-      d.windows.map((w) => w.remaining),
-      [0, 1],
-    );
-    assert.equal(m.consume(ws, 1000).allowed, true, 'the 1 s window ended; the 60 s one has 1 left');
-    assert.equal(m.consume(ws, 1000).allowed, false);
-  });
-
   // The table is swept only once it holds `maxCounters` entries; a sweep drops the ended counters
   // (an end equal to now has ended) and keeps every live one.
-  for (const op of ['consume', 'add'] as const) {
-    test(`${op}: no sweep below maxCounters; at maxCounters ended counters go, live ones stay`, () => {
-      const m = new MemoryWindowLimiter(3);
-      const count = (key: string, duration: number, now: number) =>
-        op === 'consume'
-          ? void m.consume([{ key, points: 1, duration }], now)
-          : m.add([{ key, points: 1, duration }], now);
-      count('x', 1, 0); // ends at 1000
-      count('y', 2, 0); // ends at 2000
-      assert.equal(m.size, 2);
-      count('z', 60, 1000); // 2 < 3 held: x has ended but is not swept yet
-      assert.equal(m.size, 3);
-      count('w', 60, 1000); // 3 held: x (ended exactly now) is swept, y and z are live
-      assert.equal(m.size, 3);
-      // y survived the sweep with its count: still full until 2000.
-      assert.equal(m.consume([{ key: 'y', points: 1, duration: 2 }], 1999).allowed, false);
-      assert.equal(m.consume([{ key: 'y', points: 1, duration: 2 }], 2000).allowed, true);
-    });
-  }
+  test('no sweep below maxCounters; at maxCounters ended counters go, live ones stay', () => {
+    const m = new MemoryWindowLimiter(3);
+    const count = (key: string, duration: number, now: number) =>
+      void m.consume([{ key, points: 1, duration }], now);
+    count('x', 1, 0); // ends at 1000
+    count('y', 2, 0); // ends at 2000
+    assert.equal(m.size, 2);
+    count('z', 60, 1000); // 2 < 3 held: x has ended but is not swept yet
+    assert.equal(m.size, 3);
+    count('w', 60, 1000); // 3 held: x (ended exactly now) is swept, y and z are live
+    assert.equal(m.size, 3);
+    // y survived the sweep with its count: still full until 2000.
+    assert.equal(m.consume([{ key: 'y', points: 1, duration: 2 }], 1999).allowed, false);
+    assert.equal(m.consume([{ key: 'y', points: 1, duration: 2 }], 2000).allowed, true);
+  });
+});
+
+describe('MemoryWindowLimiter: a table full of live windows', () => {
+  test('is swept at most once a second, so a request never pays a pass over it each time', () => {
+    const m = new MemoryWindowLimiter(2);
+    const count = (key: string, duration: number, now: number) =>
+      void m.consume([{ key, points: 5, duration }], now);
+    count('e', 1, 0); // ends at 1000
+    count('f', 60, 0);
+    count('g', 60, 500); // full: swept at 500, nothing had ended
+    assert.equal(m.size, 3);
+    count('h', 60, 1100); // e has ended, but the last sweep was 600 ms ago: kept
+    assert.equal(m.size, 4);
+    count('i', 60, 1500); // a second after the last sweep: e goes
+    assert.equal(m.size, 4);
+    // The live windows kept their counts through both sweeps.
+    for (let i = 0; i < 4; i++) count('f', 60, 1500);
+    assert.equal(m.consume([{ key: 'f', points: 5, duration: 60 }], 1500).allowed, false);
+  });
 });

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { GatewayConfig } from '../../../src/config/schema.js';
+import { performance } from 'node:perf_hooks';
 import { GatewayError } from '../../../src/errors.js';
+import { CAP_MS } from '../../../src/ratelimit/insurance.js';
 import {
   AuthFailureLimiter,
   TierRateLimiter,
-  insurancePoints,
   type FailurePolicy,
   type RateDecision,
 } from '../../../src/ratelimit/tier-limiter.js';
@@ -44,6 +45,11 @@ async function consumeN(l: TierRateLimiter, companyId: string, n: number): Promi
 
 const allowed = (ds: RateDecision[]) => ds.map((d) => d.allowed);
 const sources = (ds: RateDecision[]) => [...new Set(ds.map((d) => d.source))];
+
+/** Waits until `key`'s counter in Redis satisfies `ok` (Redis may still be reconnecting). */
+async function counterUntil(key: string, ok: (n: number) => boolean): Promise<void> {
+  await eventually(async () => ok(Number(await client.get(key).catch(() => NaN))), 5000, 20);
+}
 
 /** Waits until the limiter counts in Redis again (the client reconnects on its own). */
 async function primaryAgain(l: TierRateLimiter): Promise<void> {
@@ -157,11 +163,108 @@ describe('TierRateLimiter when Redis fails', () => {
     const next = await consumeN(l, fresh(), TIER.points + 1);
     assert.deepEqual(allowed(next), [true, true, true, false]);
     assert.deepEqual(sources(next), ['primary']);
-    // Redis never counted the two insurance admissions: this company stays on the insurance until
-    // its window ends (no second admission through Redis), with Redis healthy for the others.
+    // The two insurance admissions are written to Redis as soon as it answers: its counter holds
+    // all three (and the point the timed-out call took when Redis resumed, never spent), and
+    // nothing more is admitted in this window, however the company is asked.
+    const counter = async () => Number(await client.get(`ng-test:rl:{${co}}:c60`));
+    await counterUntil(`ng-test:rl:{${co}}:c60`, (n) => n >= 3);
+    const before = await counter();
     const back = await consumeN(l, co, 2);
     assert.deepEqual(allowed(back), [false, false]);
-    assert.deepEqual(sources(back), ['insurance']);
+    assert.equal(await counter(), before, 'the refusals took nothing');
+    assert.equal(errors.length, 1, 'writing the admissions is not a request: no error reported');
+  });
+
+  test("insurance → Redis: what one instance's insurance admitted, another instance's Redis counts", async () => {
+    const co = fresh();
+    const make = () =>
+      new TierRateLimiter({
+        tiers: [TIER],
+        redis: client,
+        keyPrefix: 'ng-test:',
+        failurePolicy: 'insurance',
+        instances: 2,
+      });
+    const [a, b] = [make(), make()];
+    // The company's 10/60 s and 1000/3600 s windows and key k1's own 4/60 s: share 5, 500 and 2.
+    const extra = {
+      companyLimits: [
+        { points: 10, duration: 60 },
+        { points: 1000, duration: 3600 },
+      ],
+      keyId: 'k1',
+      keyLimits: [{ points: 4, duration: 60 }],
+    };
+    // Gone (not hung: no call of a's runs late when it is back), then back empty.
+    await redis.kill();
+    let ds: RateDecision[];
+    try {
+      ds = await Promise.all(Array.from({ length: 4 }, () => a.consume(co, TIER.name, extra)));
+    } finally {
+      await redis.restart();
+    }
+    assert.deepEqual(allowed(ds).sort(), [false, false, true, true], 'the key window binds: 2 of 4');
+    // Every window, the longest too, and the key's: Redis counts what the insurance admitted.
+    const counters = ['c60', 'c3600', 'k:k1:60'].map((c) => `ng-test:rl:{${co}}:${c}`);
+    for (const k of counters) await counterUntil(k, (n) => n === 2);
+    // b never saw Redis fail: through Redis, the key has 4 − 2 left, the company 10 − 2.
+    const key = await Promise.all(Array.from({ length: 4 }, () => b.consume(co, TIER.name, extra)));
+    assert.equal(key.filter((d) => d.allowed).length, 2);
+    const company = await Promise.all(
+      Array.from({ length: 10 }, () => b.consume(co, TIER.name, { ...extra, keyId: 'k2', keyLimits: null })),
+    );
+    assert.equal(company.filter((d) => d.allowed).length, 10 - 4);
+    assert.deepEqual(sources([...key, ...company]), ['primary']);
+    await a.close();
+  });
+
+  test('caps: an instance back on Redis admits at most its share while another one is not back yet', async () => {
+    const co = fresh();
+    const key = `ng-test:rl:{${co}}:c60`;
+    const own = createRedisClient({
+      url: redis.url,
+      keyPrefix: 'ng-test:',
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+      connectTimeoutMs: 500,
+    } as GatewayConfig['store']['redis']);
+    own.on('error', () => undefined);
+    assert.ok(await waitForReady(own, 5000));
+    const clock = { t: performance.now() };
+    const tier = { name: 'ten', points: 10, duration: 60 };
+    const opts = { tiers: [tier], keyPrefix: 'ng-test:', failurePolicy: 'insurance' as const, instances: 2 };
+    const a = new TierRateLimiter({ ...opts, redis: client, now: () => clock.t });
+    const b = new TierRateLimiter({ ...opts, redis: own });
+    try {
+      // Gone (not hung, so no call runs late), then back empty.
+      await redis.kill();
+      try {
+        const six = async (l: TierRateLimiter) => {
+          const out: RateDecision[] = [];
+          for (let i = 0; i < 6; i++) out.push(await l.consume(co, tier.name));
+          return out;
+        };
+        const [da, db] = await Promise.all([six(a), six(b)]);
+        assert.deepEqual([allowed(da).filter(Boolean).length, allowed(db).filter(Boolean).length], [5, 5]);
+        // b is cut off from Redis: its 5 stay unknown to Redis until it reconnects.
+        own.disconnect();
+      } finally {
+        await redis.restart();
+      }
+      await counterUntil(key, (n) => n === 5);
+      // a is back, and Redis would admit 5 more: a admits none, its share is used.
+      const capped = await Promise.all([1, 2, 3].map(() => a.consume(co, tier.name)));
+      assert.deepEqual(allowed(capped), [false, false, false]);
+      assert.deepEqual(sources(capped), ['insurance']);
+      assert.equal(await client.get(key), '5', 'not asked');
+      await own.connect();
+      await counterUntil(key, (n) => n === 10);
+      // After CAP_MS Redis alone decides: it knows all ten.
+      clock.t += CAP_MS;
+      const later = await a.consume(co, tier.name);
+      assert.deepEqual([later.allowed, later.source], [false, 'primary']);
+    } finally {
+      own.disconnect();
+    }
   });
 
   test('insurance share: floor(points / instances) per instance, counted with what Redis admitted', async () => {
@@ -195,16 +298,6 @@ describe('TierRateLimiter when Redis fails', () => {
     assert.deepEqual(sources([...da, ...db]), ['insurance']);
     assert.ok(da.every((d) => d.limit === tier.points));
     await eventually(async () => (await a.consume(fresh(), tier.name)).source === 'primary', 5000, 50);
-  });
-
-  test('insurancePoints: floor of the share, never more than the limit in all, 0 past one per instance', () => {
-    assert.equal(insurancePoints(600, 1), 600);
-    assert.equal(insurancePoints(600, 2), 300);
-    assert.equal(insurancePoints(600, 7), 85);
-    assert.ok(7 * insurancePoints(600, 7) <= 600);
-    assert.equal(insurancePoints(3, 4), 0);
-    assert.equal(insurancePoints(10, 0), 10, 'instances below 1 count as 1');
-    assert.equal(insurancePoints(10, 2.9), 5, 'a fractional count is floored');
   });
 
   test('insurance with more instances than points refuses (429, never over the limit)', async () => {
@@ -327,11 +420,12 @@ describe('AuthFailureLimiter', () => {
 
   test('concurrent failures are all counted; the block ends with the window', async () => {
     const l = new AuthFailureLimiter({ points: 50, duration: 1 });
-    await Promise.all(Array.from({ length: 49 }, () => l.recordFailure('10.0.0.3')));
-    assert.equal(await l.blockedFor('10.0.0.3'), 0);
-    await l.recordFailure('10.0.0.3');
-    assert.equal(await l.blockedFor('10.0.0.3'), 1);
-    await eventually(async () => (await l.blockedFor('10.0.0.3')) === 0, 3000, 50);
+    const t0 = 2_000_000;
+    await Promise.all(Array.from({ length: 49 }, async () => l.recordFailure('10.0.0.3', t0)));
+    assert.equal(l.blockedFor('10.0.0.3', t0), 0);
+    l.recordFailure('10.0.0.3', t0);
+    assert.equal(l.blockedFor('10.0.0.3', t0 + 999), 1);
+    assert.equal(l.blockedFor('10.0.0.3', t0 + 1000), 0);
   });
 });
 
@@ -529,12 +623,13 @@ describe('TierRateLimiter with Redis: leases per subject, close, insurance detai
     new TierRateLimiter({ tiers: [TEN], redis: client, keyPrefix: 'ng-test:', failurePolicy: 'closed' });
   /** An insurance limiter of TIER on a clock the test moves: stays end by it, not by waiting. */
   function insuranceOnClock() {
-    const clock = { t: Date.now() };
+    const clock = { t: performance.now() };
     const l = new TierRateLimiter({
       tiers: [TIER],
       redis: client,
       keyPrefix: 'ng-test:',
       failurePolicy: 'insurance',
+      instances: 2,
       now: () => clock.t,
     });
     return { l, clock };
@@ -598,48 +693,33 @@ describe('TierRateLimiter with Redis: leases per subject, close, insurance detai
     await primaryAgain(l);
   });
 
-  test('insurance: a subject stays on it until its shortest window at the fallback ends, not longer', async () => {
+  test('insurance: a subject stays on it until Redis acknowledges its admissions, or its shortest window ends', async () => {
     const { l, clock } = insuranceOnClock();
     const co = fresh();
-    const two = { points: 50, duration: 2 };
-    const sixty = { points: 50, duration: 60 };
-    const T = clock.t;
-    redis.pause();
-    let first: RateDecision;
-    try {
-      first = await l.consume(co, TIER.name, { companyLimits: [sixty, two] });
-    } finally {
-      redis.resume();
-    }
-    assert.equal(first.source, 'insurance');
-    await primaryAgain(l);
-    // Until T + 2 s: not asked of Redis, also with other windows (a new limit, here without the
-    // 2 s window, does not lengthen the stay to its own shortest window).
-    clock.t = T + 1999;
-    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty, two] })).source, 'insurance');
-    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'insurance');
-    clock.t = T + 2000;
-    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'primary');
-    assert.equal((await l.consume(co, TIER.name, { companyLimits: [sixty] })).source, 'primary');
-  });
-
-  test('insurance: a flood of other subjects falling back does not end a live stay early', async () => {
-    const { l, clock } = insuranceOnClock();
-    const co = fresh();
+    const windows = { companyLimits: [{ points: 50, duration: 60 }] };
+    // Another company, whose share (1 of 2 in 2 s) Redis has already admitted: nothing to write back.
+    const full = `${co}-full`;
+    const two = { companyLimits: [{ points: 2, duration: 2 }] };
+    assert.equal((await l.consume(full, TIER.name, two)).source, 'primary');
+    // Gone, then back empty (not hung: no call runs late).
     await redis.kill();
     try {
-      // Redis refuses connections: each fallback is immediate. co first, then enough others to
-      // make the limiter sweep its table of subjects (10 000) while every stay is still live.
-      assert.equal((await l.consume(co, TIER.name)).source, 'insurance');
-      clock.t += 1000;
-      for (let i = 0; i < 10_001; i++) await l.consume(`flood-${seq}-${i}`, TIER.name);
+      assert.deepEqual(shown2(await l.consume(co, TIER.name, windows)), [true, 24]);
+      assert.deepEqual(shown2(await l.consume(full, TIER.name, two)), [false, 0]);
     } finally {
       await redis.restart();
     }
-    await primaryAgain(l);
-    assert.equal((await l.consume(co, TIER.name)).source, 'insurance', 'still in its 60 s stay');
-    clock.t += 59_000;
-    assert.equal((await l.consume(co, TIER.name)).source, 'primary');
+    // co's admission is written as soon as Redis answers; then co asks Redis again, at once.
+    await counterUntil(`ng-test:rl:{${co}}:c60`, (n) => n === 1);
+    assert.equal((await l.consume(co, TIER.name, windows)).source, 'primary');
+    // The other stays on the insurance (Redis is not asked) until its window ends.
+    assert.equal((await l.consume(full, TIER.name, two)).source, 'insurance');
+    assert.equal(await client.exists(`ng-test:rl:{${full}}:c2`), 0);
+    clock.t += 2000;
+    assert.deepEqual(
+      [(await l.consume(full, TIER.name, two)).source, await client.exists(`ng-test:rl:{${full}}:c2`)],
+      ['primary', 1],
+    );
   });
 });
 
