@@ -7,7 +7,8 @@ import ts from 'typescript';
 
 // Holds src/ to docs/architecture.md: the import rules, the packages that carry a layer, the
 // composition roots, what the CLI loads, the 80-line limit on functions, the request path, and
-// test/unit mirroring src/. The rules are tables here; the first tests check that the page says the same.
+// test/unit mirroring src/ (with the files that have no unit test, and why). The rules are
+// tables here; the first tests check that the page says the same.
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SRC = join(ROOT, 'src');
@@ -366,7 +367,52 @@ describe('the request path', () => {
   });
 });
 
+/**
+ * The files of src/ without their test/unit mirror, and where they are tested instead. A new file
+ * gets a unit test, or a line here that says why not.
+ */
+const WITHOUT_UNIT_TEST: Record<string, string> = {
+  'cli.ts': 'the bin: test/integration/cli*.test.ts run it as users do',
+  'admin/usage-query.ts': 'the usage route: test/integration/usage.test.ts',
+  'config/schema.ts': 'through the loader: test/unit/config/load.test.ts',
+  'demo/backend.ts': 'test/integration/demo.test.ts and the fake upstreams of hardening.test.ts',
+  'demo/run-demo.ts': 'test/integration/demo.test.ts, test/browser/console.test.ts',
+  'http/deny.ts': 'a helper of the steps: test/unit/http/steps/',
+  'http/forwarded.ts': 'a helper of the steps: test/unit/http/steps/',
+  'http/key-in-url.ts': 'a helper of the steps: test/unit/http/steps/url-key-guard.test.ts',
+  'http/option-checks.ts': 'a helper of createApp: test/unit/http/app.test.ts',
+  'http/pipeline.ts': 'runs every step: test/unit/http/app.test.ts',
+  'http/request-url.ts': 'a helper of the steps: test/unit/http/steps/',
+  'http/route-proxies.ts': 'a helper of the forward step: test/unit/http/steps/forward.test.ts',
+  'http/steps/presented-key-in-url.ts': 'test/integration/url-key-material.test.ts',
+  'observability/cluster-metrics.ts': 'serve --workers: test/integration/operations.test.ts',
+  'observability/metrics.ts': 'through the steps that count: test/unit/http/steps/',
+  'ratelimit/lease-limiter.ts': 'against Redis: test/integration/lease-limiter.test.ts',
+  'redis/connection.ts': 'every Redis test; Cluster and Sentinel: test/scale/',
+  'request-state.ts': 'types and the state constructor, used by every step test',
+  'server.ts': 'the wiring: every integration test starts a gateway with it',
+  'store/memory-store.ts': 'the store contract: test/integration/store-contract.test.ts',
+  'store/redis-invalidations.ts': 'test/integration/store-contract.test.ts, redis-flap.test.ts',
+  'store/redis-store.ts': 'the store contract: test/integration/store-contract.test.ts',
+  'usage/usage-store.ts': 'test/unit/usage/recorder.test.ts',
+};
+
 describe('test/unit mirrors src/', () => {
+  const unitTestOf = (file: string) => join(ROOT, 'test', 'unit', file.replace(/\.ts$/, '.test.ts'));
+
+  test('every file of src/ has its unit test, or is listed in WITHOUT_UNIT_TEST with where it is tested', () => {
+    assert.deepEqual(
+      FILES.filter((f) => !existsSync(unitTestOf(f)) && !(f in WITHOUT_UNIT_TEST)),
+      [],
+      'new files without a unit test',
+    );
+    assert.deepEqual(
+      Object.keys(WITHOUT_UNIT_TEST).filter((f) => !FILES.includes(f) || existsSync(unitTestOf(f))),
+      [],
+      'listed, but gone or unit-tested now: remove the line',
+    );
+  });
+
   test('each test/unit/<path>.test.ts tests src/<path>.ts', () => {
     const unit = join(ROOT, 'test', 'unit');
     const orphans = walk(unit, '.test.ts')

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { runCli as runCliInProcess } from '../../src/cli/main.js';
+import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { eventually, send } from './http.js';
 
@@ -159,25 +161,53 @@ export interface InProcessRun extends CliRun {
 
 /**
  * Runs a command line in this process through `runCli(argv, io)` (src/cli/main.ts), with `env` as
- * the whole environment and `stdin` as standard input; nothing reaches the real process.
+ * the whole environment, `opts.stdin` as standard input and `opts.signals` (default: a new emitter)
+ * as where SIGTERM/SIGINT arrive; nothing reaches the real process.
  */
 export async function runCliHere(
   args: string[],
   env: Record<string, string> = {},
-  stdin = '',
+  opts: { stdin?: string; signals?: EventEmitter } = {},
 ): Promise<InProcessRun> {
   let stdout = '';
   let stderr = '';
   const exits: number[] = [];
-  const signals = new EventEmitter();
+  const signals = opts.signals ?? new EventEmitter();
   const io: CliIo = {
     stdout: (t) => void (stdout += t),
     stderr: (t) => void (stderr += t),
     env,
-    stdin: Readable.from(stdin ? [Buffer.from(stdin)] : []),
+    stdin: Readable.from(opts.stdin ? [Buffer.from(opts.stdin)] : []),
     signals,
     exit: (c) => void exits.push(c),
   };
   const code = await runCliInProcess(args, io);
   return { code, stdout, stderr, exits, signals, output: () => ({ stdout, stderr }) };
+}
+
+/** A file-store setup for CLI runs: its folder, `gateway.yaml` and the one key's plaintext. */
+export interface FileStoreSetup {
+  dir: string;
+  /** Path of gateway.yaml (for `--config`). */
+  config: string;
+  key: string;
+}
+
+/**
+ * Writes a key file holding company `acme` (tier free, key `k1`, label "ci") and a gateway.yaml over
+ * it in a new temporary folder; `configLines` are appended to gateway.yaml.
+ */
+export function writeFileStoreSetup(configLines = ''): FileStoreSetup {
+  const dir = mkdtempSync(join(tmpdir(), 'ng-cli-'));
+  const key = generateApiKey('live');
+  writeFileSync(
+    join(dir, 'keys.yaml'),
+    `companies:\n  - id: acme\n    name: Acme\n    tier: free\n    keys:\n` +
+      `      - { id: k1, hash: ${hashApiKey(key)}, prefix: ${key.slice(0, 14)}, label: ci }\n`,
+  );
+  writeFileSync(
+    join(dir, 'gateway.yaml'),
+    `store: { type: file, file: { path: keys.yaml } }\n${configLines}`,
+  );
+  return { dir, config: join(dir, 'gateway.yaml'), key };
 }
