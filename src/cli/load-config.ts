@@ -3,11 +3,11 @@ import { loadConfig, type LoadResult } from '../config/load.js';
 import { findStartupProblems } from '../config/preflight.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { tracingSettings } from '../observability/tracing.js';
-import { parseKeyFile } from '../store/file-store.js';
 import { EXIT_USAGE, fail, type CliContext } from './io.js';
 
 // The configuration as the commands see it. Imported by the commands when they run (not for
-// `--help`): it loads zod and yaml.
+// `--help`): it loads zod and yaml. What only `serve` and `config check` need (the admin router's
+// loopback rule, the key file parser) is imported inside `loadStartableConfig`.
 
 /** The config (`--config`, else `GATEWAY_CONFIG`, else the shipped default) and the environment; exit 2 with every problem. */
 export function loadConfigOrFail(ctx: CliContext): Readonly<GatewayConfig> {
@@ -30,6 +30,7 @@ export async function loadStartableConfig(ctx: CliContext): Promise<Extract<Load
   if (problems.length) invalidConfig(r.file, problems);
   // The key file opens: its content must parse too, or serve would refuse it after all.
   if (r.config.store.type === 'file') {
+    const { parseKeyFile } = await import('../store/file-store.js');
     const path = r.config.store.file.path;
     const parsed = parseKeyFile(
       readFileSync(path, 'utf8'),
