@@ -80,7 +80,7 @@ function registerStoreKeyCommands(keys: Command, ctx: CliContext): void {
     )
     .option('--json')
     .action((keyId: string, o: { scopes?: Settable; limits?: Settable; json?: boolean }) =>
-      manage(ctx, (s) => s.keys.updateKey(keyId, keyFields(o), s.actor), { ...keyTable(o) }),
+      manage(ctx, (s) => s.keys.updateKey(keyId, keyFields(o), s.actor), keyTable(o)),
     );
   keys
     .command('revoke <keyId>')

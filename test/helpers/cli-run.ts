@@ -148,6 +148,32 @@ export function stopCli(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'):
   return exited;
 }
 
+/**
+ * A `CliIo` for calling the modules of src/cli/ directly: `env` as the environment, empty stdin,
+ * output collected in `out` and `err`, exit codes in `exits`, signals on `signals`.
+ */
+export function testIo(env: Record<string, string> = {}): CliIo & {
+  out: string[];
+  err: string[];
+  exits: number[];
+  signals: EventEmitter;
+} {
+  const out: string[] = [];
+  const err: string[] = [];
+  const exits: number[] = [];
+  return {
+    out,
+    err,
+    exits,
+    stdout: (t) => void out.push(t),
+    stderr: (t) => void err.push(t),
+    env,
+    stdin: Readable.from([]),
+    signals: new EventEmitter(),
+    exit: (c) => void exits.push(c),
+  };
+}
+
 /** An in-process run: what `runCli` resolved with, the output, and what a later `io.exit` got. */
 export interface InProcessRun extends CliRun {
   code: number;

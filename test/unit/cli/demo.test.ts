@@ -6,7 +6,7 @@ import { freePort } from '../../helpers/redis.js';
 
 describe('demo', () => {
   test('PORT or ADMIN_PORT that is not a port: exit 2, nothing started', async () => {
-    for (const env of [{ PORT: '99999' }, { ADMIN_PORT: 'eighty' }]) {
+    for (const env of [{ PORT: '99999' }, { ADMIN_PORT: 'eighty' }] as Record<string, string>[]) {
       const r = await runCliHere(['demo'], env);
       assert.equal(r.code, 2);
       assert.match(r.stderr, /^notify-gateway: invalid port: /);

@@ -10,6 +10,7 @@ import {
   failureLine,
   type CliIo,
 } from '../../../src/cli/io.js';
+import { testIo } from '../../helpers/cli-run.js';
 
 test('the exit codes of DESIGN.md', () => {
   assert.deepEqual([EXIT_OK, EXIT_FAIL, EXIT_USAGE], [0, 1, 2]);
@@ -36,12 +37,10 @@ test('failureLine: one line, prefixed, the credentials of every URL masked', () 
 test('exitWith prints the failure, then ends the process through io.exit', () => {
   const seen: string[] = [];
   const io: CliIo = {
-    stdout: (t) => seen.push(`out ${t}`),
-    stderr: (t) => seen.push(`err ${t}`),
-    env: {},
-    stdin: [],
-    signals: { on: () => undefined, once: () => undefined },
-    exit: (c) => seen.push(`exit ${c}`),
+    ...testIo(),
+    stdout: (t) => void seen.push(`out ${t}`),
+    stderr: (t) => void seen.push(`err ${t}`),
+    exit: (c) => void seen.push(`exit ${c}`),
   };
   exitWith(io, 'listen EADDRINUSE rediss://x:y@h');
   exitWith(io, 'bad port', EXIT_USAGE);

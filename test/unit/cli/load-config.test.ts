@@ -4,18 +4,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { CliExit, type CliContext } from '../../../src/cli/io.js';
 import { checkTracingSettings, loadConfigOrFail, loadStartableConfig } from '../../../src/cli/load-config.js';
-import { writeFileStoreSetup } from '../../helpers/cli-run.js';
+import { testIo, writeFileStoreSetup } from '../../helpers/cli-run.js';
 
 function ctx(file: string | undefined, env: Record<string, string> = {}): CliContext {
-  const io = {
-    stdout: () => undefined,
-    stderr: () => undefined,
-    env,
-    stdin: [],
-    signals: { on: () => undefined, once: () => undefined },
-    exit: () => undefined,
-  };
-  return { io, configFile: () => file };
+  return { io: testIo(env), configFile: () => file };
 }
 
 const usage = (pattern: RegExp) => (e: unknown) =>

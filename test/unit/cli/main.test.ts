@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { buildProgram } from '../../../src/cli/main.js';
-import { runCliHere, writeFileStoreSetup } from '../../helpers/cli-run.js';
+import { runCliHere, testIo, writeFileStoreSetup } from '../../helpers/cli-run.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -143,14 +143,7 @@ describe('runCli: parsing and exit codes', () => {
 
 describe('buildProgram', () => {
   test('a fresh command tree each time: option values of one run do not leak into the next', async () => {
-    const io = {
-      stdout: () => undefined,
-      stderr: () => undefined,
-      env: {},
-      stdin: [],
-      signals: { on: () => undefined, once: () => undefined },
-      exit: () => undefined,
-    };
+    const io = testIo();
     const a = buildProgram(io);
     await a.parseAsync(['--config', '/a.yaml', 'keys', '--help'], { from: 'user' }).catch(() => undefined);
     assert.equal(a.opts().config, '/a.yaml');

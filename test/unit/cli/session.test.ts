@@ -2,20 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CliExit, type CliContext } from '../../../src/cli/io.js';
 import { manage, type Session } from '../../../src/cli/session.js';
-import { writeFileStoreSetup } from '../../helpers/cli-run.js';
+import { testIo, writeFileStoreSetup } from '../../helpers/cli-run.js';
 
 function context(config: string): { ctx: CliContext; out: string[]; err: string[] } {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io = {
-    stdout: (t: string) => void out.push(t),
-    stderr: (t: string) => void err.push(t),
-    env: {},
-    stdin: [],
-    signals: { on: () => undefined, once: () => undefined },
-    exit: () => undefined,
-  };
-  return { ctx: { io, configFile: () => config }, out, err };
+  const io = testIo();
+  return { ctx: { io, configFile: () => config }, out: io.out, err: io.err };
 }
 
 describe('manage', () => {

@@ -6,20 +6,12 @@ import { CliExit, type CliContext } from '../../../src/cli/io.js';
 import { manage } from '../../../src/cli/session.js';
 import { openStoreSession } from '../../../src/cli/store-session.js';
 import { createRedisClient, type RedisClient } from '../../../src/redis/connection.js';
-import { writeFileStoreSetup } from '../../helpers/cli-run.js';
+import { testIo, writeFileStoreSetup } from '../../helpers/cli-run.js';
 import { eventually } from '../../helpers/http.js';
 import { startRedis, type TestRedis } from '../../helpers/redis.js';
 
 function context(configFile: string | undefined, env: Record<string, string> = {}): CliContext {
-  const io = {
-    stdout: () => undefined,
-    stderr: () => undefined,
-    env,
-    stdin: [],
-    signals: { on: () => undefined, once: () => undefined },
-    exit: () => undefined,
-  };
-  return { io, configFile: () => configFile };
+  return { io: testIo(env), configFile: () => configFile };
 }
 
 const exitWith = (code: number, pattern: RegExp) => (e: unknown) =>
@@ -76,7 +68,10 @@ describe('openStoreSession on Redis', () => {
   let admin: RedisClient;
   before(async () => {
     redis = await startRedis();
-    admin = createRedisClient({ url: redis.url }, 'test-admin');
+    admin = createRedisClient(
+      { url: redis.url, keyPrefix: 'ng:', commandTimeoutMs: 2000, connectTimeoutMs: 2000 },
+      'test-admin',
+    );
   });
   after(async () => {
     admin?.disconnect();
