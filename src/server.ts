@@ -1,23 +1,17 @@
-import {
-  createServer as createHttpServer,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Server } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { AdminService } from './admin/service.js';
 import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
-import { rawErrorResponse, safeMessage, type ErrorCode } from './errors.js';
+import { safeMessage } from './errors.js';
 import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp, type AppDeps } from './http/app.js';
-import { securityHeaderSet } from './http/steps/security-headers.js';
+import { createAdminServer, createGatewayServer, drain, listen } from './http/server.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import {
@@ -30,7 +24,6 @@ import {
 } from './observability/metrics.js';
 import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
 import { createTracing, type Tracing } from './observability/tracing.js';
-import { methodRuleOf } from './proxy/routes.js';
 import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
 import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
@@ -218,7 +211,7 @@ export async function startGateway(
     onRequestFinished: usage?.onFinished,
   });
 
-  const server = createGatewayServer(config, app, tls.server);
+  const server = createGatewayServer(config.server, app, tls.server);
   await listen(server, config.server.port, config.server.host);
   const adminServer = await startAdminServer(
     config,
@@ -457,11 +450,7 @@ async function startAdminServer(
     ready: deps.ready,
     tls: deps.tls !== undefined,
   });
-  const options = { headersTimeout: 10_000, requestTimeout: 30_000 };
-  const adminServer: Server = deps.tls
-    ? createHttpsServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, adminApp)
-    : createHttpServer(options, adminApp);
-  answerParserErrors(adminServer, Boolean(deps.tls));
+  const adminServer = createAdminServer(adminApp, deps.tls);
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {
     // Not refused: a service mesh or a private network may encrypt below the gateway. Said loudly.
     deps.logger.warn(
@@ -525,106 +514,4 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
     })();
     return closing;
   };
-}
-
-/** The gateway's HTTP(S) server with the slow-client guards and Expect: 100-continue handling. */
-function createGatewayServer(
-  config: Readonly<GatewayConfig>,
-  app: (req: IncomingMessage, res: ServerResponse) => void,
-  tls: TlsMaterial | undefined,
-): Server {
-  const s = config.server;
-  const options = {
-    maxHeaderSize: s.maxHeaderSize,
-    headersTimeout: s.headersTimeoutMs,
-    requestTimeout: s.requestTimeoutMs,
-    keepAliveTimeout: s.keepAliveTimeoutMs,
-    // Node checks header/request timeouts on this interval (default 30 s): without it a slowloris
-    // client could hold a socket for up to 30 s past headersTimeoutMs.
-    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(s.headersTimeoutMs / 4))),
-    // Never the lenient parser: smuggling shapes (CL+TE, bare LF...) must be refused by Node.
-    insecureHTTPParser: false,
-    requireHostHeader: true,
-  };
-  const server = tls
-    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, app)
-    : createHttpServer(options, app);
-  // Without this listener Node answers `100 Continue` by itself before we know who is calling.
-  // The pipeline sends it after authentication and the rate limit (app.ts, forward).
-  server.on('checkContinue', app);
-  answerParserErrors(server, Boolean(s.tls));
-  return server;
-}
-
-/**
- * Requests Node's parser refuses (smuggling shapes, bad bytes), oversized headers, slow clients and
- * CONNECT get the spec's `{error, details}` body too, and the connection is closed. Shared by the
- * gateway and the admin port. Answers written to the socket are gateway-made too: the full set of
- * security headers (HSTS when `tls`: the server terminates TLS itself; a trusted
- * X-Forwarded-Proto cannot be read here).
- */
-function answerParserErrors(server: Server, tls: boolean): void {
-  const security = securityHeaderSet();
-  const rawHeaders = tls && security.hsts ? [...security.common, security.hsts] : security.common;
-  const rawWithAllow = [...rawHeaders, ['Allow', RAW_ALLOW] as const];
-  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-    const code = clientErrorCode(err);
-    const headers = code === 'METHOD_NOT_ALLOWED' ? rawWithAllow : rawHeaders;
-    // Write, then destroy: a half-closed socket could stay open while a slow client keeps sending.
-    socket.end(rawErrorResponse(code, headers), () => socket.destroy());
-  });
-  // CONNECT never reaches the app: Node hands it to this event (without a listener it closes the
-  // socket without a word). The gateway opens no tunnels: 405 in the spec's shape, then close.
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    if (!socket.writable) return void socket.destroy();
-    socket.end(rawErrorResponse('METHOD_NOT_ALLOWED', rawWithAllow), () => socket.destroy());
-  });
-}
-
-/** `Allow` of the 405s written to the socket: no route is known there, so the default list. */
-const RAW_ALLOW = methodRuleOf({}).allow;
-
-/** A method token followed by a space: a request line whose method Node's parser does not know. */
-const UNKNOWN_METHOD_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32} /;
-
-/** The registry code of a request Node's parser refused. */
-function clientErrorCode(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): ErrorCode {
-  switch (err.code) {
-    case 'HPE_HEADER_OVERFLOW':
-      return 'HEADERS_TOO_LARGE';
-    case 'ERR_HTTP_REQUEST_TIMEOUT':
-    case 'HPE_HEADERS_TIMEOUT':
-      return 'REQUEST_TIMEOUT';
-    case 'HPE_INVALID_METHOD': {
-      // A well-formed method Node does not know (`TRACK`, a lowercase `trace`): 405, like `TRACE`.
-      // Anything else on the request line stays a malformed request.
-      const line = err.rawPacket?.subarray(0, 34).toString('latin1') ?? '';
-      return UNKNOWN_METHOD_LINE.test(line) ? 'METHOD_NOT_ALLOWED' : 'BAD_REQUEST';
-    }
-    default:
-      return 'BAD_REQUEST';
-  }
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-}
-
-/** Stops accepting, lets in-flight requests finish up to `ms`, then cuts what remains. */
-function drain(server: Server, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), ms);
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
 }

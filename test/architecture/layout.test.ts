@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 // Holds src/ to docs/architecture.md: the import rules, the packages that carry a layer, the
-// composition roots, the 80-line limit on functions, the request path, and test/unit mirroring
-// src/. The rules are tables here; the first tests check that the page says the same.
+// composition roots, what the CLI loads, the 80-line limit on functions, the request path, and
+// test/unit mirroring src/ (with the files that have no unit test, and why). The rules are
+// tables here; the first tests check that the page says the same.
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SRC = join(ROOT, 'src');
@@ -35,7 +36,8 @@ const AREAS = [
   ['server', 'server.ts'],
   ['supervisor', 'supervisor.ts'],
   ['tls', 'tls.ts'],
-  ['cli', 'cli.ts'],
+  ['cli', 'cli/'],
+  ['bin', 'cli.ts'],
   ['index', 'index.ts'],
 ] as const;
 type Area = (typeof AREAS)[number][0];
@@ -63,12 +65,13 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   'admin-api': [...FOUNDATION, 'store', 'admin', 'observability'],
   admin: [...FOUNDATION, 'store', 'auth', 'usage'],
   http: [...FOUNDATION, 'store', 'request-state', 'signing', 'auth', 'ratelimit', 'proxy', 'observability'],
-  demo: allBut('demo', 'cli', 'index'),
-  server: allBut('server', 'demo', 'cli', 'index'),
+  demo: allBut('demo', 'cli', 'bin', 'index'),
+  server: allBut('server', 'demo', 'cli', 'bin', 'index'),
   supervisor: [...FOUNDATION, 'observability'],
   tls: [...FOUNDATION, 'observability'],
-  cli: allBut('cli', 'index'),
-  index: allBut('index', 'demo', 'cli'),
+  cli: allBut('cli', 'bin', 'index'),
+  bin: ['cli'],
+  index: allBut('index', 'demo', 'cli', 'bin'),
 };
 
 /** Packages that carry a layer with them, and the only paths (in src/) that may import them. */
@@ -110,6 +113,52 @@ function areaOf(file: string): Area | undefined {
 /** Every module a file names: static, type-only, side-effect and dynamic imports, and re-exports. */
 function importsOf(file: string): string[] {
   return ts.preProcessFile(text(file), true, true).importedFiles.map((f) => f.fileName);
+}
+
+/**
+ * The modules a file loads when it runs: static imports and re-exports that are not `import type`
+ * (under verbatimModuleSyntax `import { type X }` still loads its module), and, with `dynamic`,
+ * `import()` calls with a literal specifier.
+ */
+function loadsOf(file: string, dynamic: boolean): string[] {
+  const sf = ts.createSourceFile(file, text(file), ts.ScriptTarget.ES2022, true);
+  const specs: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly)
+      specs.push((node.moduleSpecifier as ts.StringLiteral).text);
+    else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly)
+      specs.push((node.moduleSpecifier as ts.StringLiteral).text);
+    else if (
+      dynamic &&
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    )
+      specs.push(node.arguments[0].text);
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return specs;
+}
+
+/**
+ * The packages that running `from` loads: its modules in src/ followed through what each loads
+ * (static imports; `import()` calls too for the files in `dynamicIn`).
+ */
+function packagesLoadedFrom(from: string, dynamicIn: (file: string) => boolean): Set<string> {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const queue = [from];
+  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const spec of loadsOf(file, dynamicIn(file))) {
+      if (spec.startsWith('.')) queue.push(resolveInSrc(file, spec));
+      else if (packageOf(spec)) packages.add(packageOf(spec)!);
+    }
+  }
+  return packages;
 }
 
 /** A relative specifier as a src/ path (`../time.js` from `auth/x.ts` → `time.ts`). */
@@ -225,6 +274,24 @@ describe('src/ layering', () => {
   });
 });
 
+describe('the CLI loads what a command runs when it runs', () => {
+  /** What the gateway's request path carries: a management command has no use for it. */
+  const SERVING = ['express', 'helmet', 'http-proxy-middleware', 'prom-client', 'pino', 'proxy-addr'];
+
+  test('the bin, as `--help` runs it, loads commander and no other package', () => {
+    assert.deepEqual([...packagesLoadedFrom('cli.ts', () => false)], ['commander']);
+  });
+
+  test('a management command (its session on the store, every store) loads nothing of the serving path', () => {
+    const loaded = packagesLoadedFrom('cli/store-session.ts', (f) => f === 'cli/store-session.ts');
+    for (const p of ['zod', 'yaml', 'ioredis']) assert.ok(loaded.has(p), `${p} is followed`);
+    assert.deepEqual(
+      [...loaded].filter((p) => SERVING.includes(p) || p.startsWith('@opentelemetry/')),
+      [],
+    );
+  });
+});
+
 describe('src/ functions', () => {
   test(`every function, method and arrow function is at most ${MAX_FUNCTION_LINES} lines`, () => {
     const long: string[] = [];
@@ -300,7 +367,52 @@ describe('the request path', () => {
   });
 });
 
+/**
+ * The files of src/ without their test/unit mirror, and where they are tested instead. A new file
+ * gets a unit test, or a line here that says why not.
+ */
+const WITHOUT_UNIT_TEST: Record<string, string> = {
+  'cli.ts': 'the bin: test/integration/cli*.test.ts run it as users do',
+  'admin/usage-query.ts': 'the usage route: test/integration/usage.test.ts',
+  'config/schema.ts': 'through the loader: test/unit/config/load.test.ts',
+  'demo/backend.ts': 'test/integration/demo.test.ts and the fake upstreams of hardening.test.ts',
+  'demo/run-demo.ts': 'test/integration/demo.test.ts, test/browser/console.test.ts',
+  'http/deny.ts': 'a helper of the steps: test/unit/http/steps/',
+  'http/forwarded.ts': 'a helper of the steps: test/unit/http/steps/',
+  'http/key-in-url.ts': 'a helper of the steps: test/unit/http/steps/url-key-guard.test.ts',
+  'http/option-checks.ts': 'a helper of createApp: test/unit/http/app.test.ts',
+  'http/pipeline.ts': 'runs every step: test/unit/http/app.test.ts',
+  'http/request-url.ts': 'a helper of the steps: test/unit/http/steps/',
+  'http/route-proxies.ts': 'a helper of the forward step: test/unit/http/steps/forward.test.ts',
+  'http/steps/presented-key-in-url.ts': 'test/integration/url-key-material.test.ts',
+  'observability/cluster-metrics.ts': 'serve --workers: test/integration/operations.test.ts',
+  'observability/metrics.ts': 'through the steps that count: test/unit/http/steps/',
+  'ratelimit/lease-limiter.ts': 'against Redis: test/integration/lease-limiter.test.ts',
+  'redis/connection.ts': 'every Redis test; Cluster and Sentinel: test/scale/',
+  'request-state.ts': 'types and the state constructor, used by every step test',
+  'server.ts': 'the wiring: every integration test starts a gateway with it',
+  'store/memory-store.ts': 'the store contract: test/integration/store-contract.test.ts',
+  'store/redis-invalidations.ts': 'test/integration/store-contract.test.ts, redis-flap.test.ts',
+  'store/redis-store.ts': 'the store contract: test/integration/store-contract.test.ts',
+  'usage/usage-store.ts': 'test/unit/usage/recorder.test.ts',
+};
+
 describe('test/unit mirrors src/', () => {
+  const unitTestOf = (file: string) => join(ROOT, 'test', 'unit', file.replace(/\.ts$/, '.test.ts'));
+
+  test('every file of src/ has its unit test, or is listed in WITHOUT_UNIT_TEST with where it is tested', () => {
+    assert.deepEqual(
+      FILES.filter((f) => !existsSync(unitTestOf(f)) && !(f in WITHOUT_UNIT_TEST)),
+      [],
+      'new files without a unit test',
+    );
+    assert.deepEqual(
+      Object.keys(WITHOUT_UNIT_TEST).filter((f) => !FILES.includes(f) || existsSync(unitTestOf(f))),
+      [],
+      'listed, but gone or unit-tested now: remove the line',
+    );
+  });
+
   test('each test/unit/<path>.test.ts tests src/<path>.ts', () => {
     const unit = join(ROOT, 'test', 'unit');
     const orphans = walk(unit, '.test.ts')

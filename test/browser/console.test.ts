@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,6 +9,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type GatewayHandle } from '../../src/server.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
 import { adminApi } from '../helpers/admin.js';
+import { spawnCli, stopCli, type SpawnedCli } from '../helpers/cli-run.js';
 import { launchChromium, screenshotDir, seriousA11yViolations, watchCsp } from '../helpers/browser.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/http.js';
@@ -521,23 +520,16 @@ describe('operator console in tokenless loopback mode (the demo), keyboard only'
 });
 
 describe('npx notify-gateway demo: the printed console URL works with no further step', () => {
-  let proc: ChildProcess;
+  let demo: SpawnedCli;
   let out = '';
   before(async () => {
-    const cli = join(import.meta.dirname, '../../dist/cli.js');
-    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first (npm test does)`);
-    proc = spawn(process.execPath, [cli, 'demo'], {
-      env: { ...process.env, PORT: '0', ADMIN_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    await eventually(async () => out.includes('Press Ctrl+C') || proc.exitCode !== null, 15_000, 50);
+    demo = spawnCli(['demo'], { PORT: '0', ADMIN_PORT: '0' });
+    const started = async () => demo.output().includes('Press Ctrl+C') || demo.proc.exitCode !== null;
+    await eventually(started, 15_000, 50);
+    out = demo.output();
   });
   after(async () => {
-    if (!proc || proc.exitCode !== null) return;
-    proc.kill('SIGINT');
-    await new Promise((r) => proc.once('exit', r));
+    if (demo) await stopCli(demo.proc, 'SIGINT');
   });
 
   test('the console lists the demo companies, no sign-in', async () => {

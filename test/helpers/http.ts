@@ -8,17 +8,21 @@ export interface Reply {
   json: unknown;
 }
 
+/** Headers of a request: a record, or a list of [name, value] pairs (names may repeat or differ only in case). */
+export type RequestHeaders = Record<string, string> | [string, string][];
+
 /**
- * One HTTP request with full control over headers: `headers` may be a list of [name, value] pairs
- * so names can repeat or differ only in case. No keep-alive between calls.
+ * One HTTP request to 127.0.0.1 with full control over headers (a raw list gets `Host` unless it
+ * has one). No keep-alive between calls. `localAddress`: the source address (see `sendFrom`).
  */
 export function send(
   port: number,
   path: string,
   opts: {
     method?: string;
-    headers?: Record<string, string> | [string, string][];
+    headers?: RequestHeaders;
     body?: string | Buffer;
+    localAddress?: string;
   } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
@@ -29,8 +33,9 @@ export function send(
           ...opts.headers.flat(),
         ]
       : (opts.headers ?? {});
+    const source = opts.localAddress ? { localAddress: opts.localAddress } : {};
     const req = httpRequest(
-      { host: '127.0.0.1', port, path, method: opts.method ?? 'GET', headers, agent: false },
+      { host: '127.0.0.1', port, path, method: opts.method ?? 'GET', headers, agent: false, ...source },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -51,6 +56,22 @@ export function send(
     if (opts.body !== undefined) req.write(opts.body);
     req.end();
   });
+}
+
+/**
+ * A GET from the source address `localAddress`: 127.0.0.0/8 is all loopback, so each test can be a
+ * client address of its own (per-address budgets, trusted proxies).
+ *
+ * @example
+ * const r = await sendFrom('127.0.0.2', port, '/notify/v1/x', { 'X-API-Key': key });
+ */
+export function sendFrom(
+  localAddress: string,
+  port: number,
+  path: string,
+  headers: RequestHeaders = {},
+): Promise<Reply> {
+  return send(port, path, { headers, localAddress });
 }
 
 /**

@@ -4,7 +4,7 @@ import { KEY_LIKE_PATTERN } from '../../src/auth/api-key.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import type { StartOptions } from '../../src/server.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './gateway.js';
-import { send, sendRaw } from './http.js';
+import { send, sendRaw, type sendFrom } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { startUpstream, type RecordingUpstream } from './upstream.js';
 
@@ -23,7 +23,7 @@ interface Output {
  * - every log line of every gateway (forced to level `trace`, so no line is left unwritten),
  * - every gateway's metrics and audit trail (read when it closes, or at the sweep if still open),
  * - every request every recording upstream received (kept even when a test clears `received`),
- * - every answer a client got through `send`/`sendRaw` (error bodies and headers),
+ * - every answer a client got through `send`/`sendFrom`/`sendRaw` (error bodies and headers),
  * - the contents of every Redis server (read before it is killed, restarted or stopped, and at the
  *   sweep) and every message published on it.
  *
@@ -36,6 +36,7 @@ export interface OutputSweep {
   startUpstream(): Promise<RecordingUpstream>;
   startRedis(opts?: Parameters<typeof startRedis>[0]): Promise<TestRedis>;
   send: typeof send;
+  sendFrom: typeof sendFrom;
   sendRaw: typeof sendRaw;
   /** Records an answer a client got by other means (a hand-made request). */
   recordAnswer(where: string, text: string): void;
@@ -272,6 +273,7 @@ export function createOutputSweep(): OutputSweep {
     startUpstream: sweptUpstream,
     startRedis: sweptRedis,
     send: sweptSend,
+    sendFrom: (localAddress, port, path, headers = {}) => sweptSend(port, path, { headers, localAddress }),
     sendRaw: sweptSendRaw,
     recordAnswer(where, text) {
       outputs.push({ where, text });

@@ -1,51 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
 import { adminApi } from '../helpers/admin.js';
+import { runCli as cli } from '../helpers/cli-run.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
-// Issue 12, points 1, 3 and 12: what the CLI answers, in which words, with which exit code.
-const CLI = join(import.meta.dirname, '../../dist/cli.js');
-if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real bin with only PATH and HOME from this process. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
-    p.on('error', reject);
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
+// What the CLI answers, in which words, with which exit code.
 function dirWith(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'ng-cli-answers-'));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }
 
-describe('config check is the pre-flight of serve (issue 12, point 1)', () => {
+describe('config check is the pre-flight of serve', () => {
   test('what serve refuses, config check refuses: exit 2, the same list, every problem named by its key', async () => {
     const dir = dirWith({
       'gateway.yaml':
@@ -110,7 +81,7 @@ describe('config check is the pre-flight of serve (issue 12, point 1)', () => {
   });
 });
 
-describe('exit codes and CLI words (issue 12, point 3)', () => {
+describe('exit codes and CLI words', () => {
   let redis: TestRedis;
   before(async () => {
     redis = await startRedis();
@@ -139,7 +110,7 @@ describe('exit codes and CLI words (issue 12, point 3)', () => {
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Usage: notify-gateway/);
     assert.equal((await cli(['keys', '--help'])).code, 0);
-    // Issue 12, point 13: the help states the real default (1 without Redis).
+    // The help states the real default (1 without Redis).
     const serveHelp = await cli(['serve', '--help']);
     assert.match(serveHelp.stdout.replace(/\s+/g, ' '), /default: CPU count with the redis store, else 1/);
   });
@@ -164,7 +135,7 @@ describe('exit codes and CLI words (issue 12, point 3)', () => {
   });
 });
 
-describe('admin API query input (issue 12, point 3)', () => {
+describe('admin API query input', () => {
   let t: TestGateway;
   before(async () => {
     t = await startTestGateway({}, { store: new MemoryKeyStore() });
@@ -192,7 +163,7 @@ describe('admin API query input (issue 12, point 3)', () => {
   });
 });
 
-describe('file store outputs (issue 12, point 12)', () => {
+describe('file store outputs', () => {
   test('no 1970 createdAt, and a note where the CLI cannot see what the running gateway has', async () => {
     const dir = dirWith({
       'gateway.yaml': '{}\n',

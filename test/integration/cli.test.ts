@@ -1,71 +1,24 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import { createRedisClient, waitForReady } from '../../src/redis/connection.js';
 import { RedisKeyStore } from '../../src/store/redis-store.js';
+import { runCli as cli, spawnCli, stopCli, type CliRun } from '../helpers/cli-run.js';
+import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
-// The shipped bin, as users run it (`npm test` builds first).
-const CLI = join(import.meta.dirname, '../../dist/cli.js');
-if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real CLI with the given env and stdin. */
-function cli(
-  args: string[],
-  env: Record<string, string> = {},
-  stdin?: string,
-  timeoutMs = 20_000,
-): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('error', reject);
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    p.stdin.end(stdin ?? '');
-  });
-}
-
 /** Runs `serve` until stdout matches `ready` (or 20 s pass), then stops it with SIGTERM. */
-function serveUntil(args: string[], env: Record<string, string>, ready: RegExp): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
-    p.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      if (ready.test(stdout)) p.kill('SIGTERM');
-    });
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+async function serveUntil(args: string[], env: Record<string, string>, ready: RegExp): Promise<CliRun> {
+  const s = spawnCli(args, env);
+  await eventually(async () => ready.test(s.stdout()) || s.proc.exitCode !== null, 20_000, 20).catch(
+    () => undefined,
+  );
+  const code = await stopCli(s.proc);
+  await s.closed;
+  return { code, stdout: s.stdout(), stderr: s.stderr() };
 }
 
 describe('CLI', () => {

@@ -1,35 +1,25 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { spawnCli, stopCli, type SpawnedCli } from '../helpers/cli-run.js';
+import { eventually } from '../helpers/http.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const run = promisify(execFile);
 
 describe('notify-gateway demo, as a new user runs it', () => {
-  let proc: ChildProcess;
+  let demo: SpawnedCli;
   let out = '';
   before(async () => {
-    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
     // Port 0: the demo prints the ports it got, so the test never collides with a running demo.
-    proc = spawn(process.execPath, [CLI, 'demo'], {
-      env: { ...process.env, PORT: '0', ADMIN_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const deadline = Date.now() + 15_000;
-    while (!out.includes('Press Ctrl+C')) {
-      if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`demo did not start:\n${out}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    demo = spawnCli(['demo'], { PORT: '0', ADMIN_PORT: '0' });
+    const started = async () => demo.output().includes('Press Ctrl+C') || demo.proc.exitCode !== null;
+    await eventually(started, 15_000, 50).catch(() => undefined);
+    out = demo.output();
+    if (!out.includes('Press Ctrl+C')) throw new Error(`demo did not start:\n${out}`);
   });
   after(async () => {
-    if (!proc || proc.exitCode !== null) return;
-    proc.kill('SIGINT');
-    await new Promise((r) => proc.once('exit', r));
+    if (demo) await stopCli(demo.proc, 'SIGINT');
   });
 
   test('every printed curl command gives the status its comment promises', async () => {

@@ -6,7 +6,7 @@ import { Socket } from 'node:net';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { generateApiKey, KEY_LIKE_PATTERN } from '../../src/auth/api-key.js';
+import { generateApiKey } from '../../src/auth/api-key.js';
 import { DEFAULT_TIERS } from '../../src/config/schema.js';
 import { createExampleBackend } from '../../src/demo/backend.js';
 import { gatewaySignatureMiddleware, signGatewayRequest, verifyGatewaySignature } from '../../src/signing.js';
@@ -24,33 +24,9 @@ import type { RecordingUpstream } from '../helpers/upstream.js';
  * sweep: the canary test at the end checks every key against every output of every instance.
  */
 const sweep = createOutputSweep();
-const { startTestGateway, startUpstream, startRedis, send, sendRaw } = sweep;
+const { startTestGateway, startUpstream, startRedis, send, sendFrom, sendRaw } = sweep;
 
 const SECRET = 'a-shared-signing-secret-of-32-chars-or-more';
-
-/** A GET from a given local source address (127.0.0.0/8 is all loopback); resolves with the status. */
-function sendFrom(localAddress: string, port: number, path: string, key?: string): Promise<number> {
-  for (const k of `${path} ${key ?? ''}`.match(new RegExp(KEY_LIKE_PATTERN.source, 'g')) ?? [])
-    sweep.addKey(k);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, localAddress, agent: false, headers: key ? { 'X-API-Key': key } : {} },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          sweep.recordAnswer(
-            `answer to ${localAddress}`,
-            `${JSON.stringify(res.headers)}\n${Buffer.concat(chunks)}`,
-          );
-          resolve(res.statusCode ?? 0);
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** Keys created through setupCompany (the sweep also collects every other created or sent key). */
 const canaries: string[] = [];
@@ -261,8 +237,9 @@ describe('hostile input', () => {
       await eventually(async () => written > 0, 2000);
       await new Promise((r) => setTimeout(r, 1500));
       const settled = written;
-      const heapBefore = process.memoryUsage().heapUsed;
       await new Promise((r) => setTimeout(r, 1000));
+      // Bytes reach the gateway only from the upstream, so what it can hold is bounded by what left
+      // the upstream: counted exactly here, where a heap reading would depend on the collector.
       assert.ok(
         settled < 64 * 1024 * 1024,
         `${settled} bytes left the upstream for a client that reads nothing`,
@@ -270,10 +247,6 @@ describe('hostile input', () => {
       assert.ok(
         written - settled <= 1024 * 1024,
         `the upstream kept writing: ${written - settled} more bytes in 1 s`,
-      );
-      assert.ok(
-        process.memoryUsage().heapUsed - heapBefore < 16 * 1024 * 1024,
-        'the heap grew while nothing moved',
       );
     } finally {
       stop = true;
@@ -474,13 +447,20 @@ describe('brute force', () => {
       return k.slice(0, i) + (k[i] === 'a' ? 'b' : 'a') + k.slice(i + 1); // one typo: the checksum fails
     });
     const before = lookups();
-    for (const typo of typos) assert.equal(await sendFrom('127.0.0.3', t.port, '/notify/v1/x', typo), 401);
+    for (const typo of typos)
+      assert.equal((await sendFrom('127.0.0.3', t.port, '/notify/v1/x', { 'X-API-Key': typo })).status, 401);
     assert.equal(lookups(), before, 'no store lookup for a key whose checksum fails');
     // The same path with a well-formed unknown key does reach the store: the probe counts this path.
-    assert.equal(await sendFrom('127.0.0.3', t.port, '/notify/v1/x', generateApiKey('live')), 401);
+    assert.equal(
+      (await sendFrom('127.0.0.3', t.port, '/notify/v1/x', { 'X-API-Key': generateApiKey('live') })).status,
+      401,
+    );
     assert.equal(lookups(), before + 1);
     // The four checksum failures counted: the fifth failure used the budget.
-    assert.equal(await sendFrom('127.0.0.3', t.port, '/notify/v1/x', typos[0]), 429);
+    assert.equal(
+      (await sendFrom('127.0.0.3', t.port, '/notify/v1/x', { 'X-API-Key': typos[0]! })).status,
+      429,
+    );
     assert.equal(upstream.received.length, 0);
   });
 
@@ -490,10 +470,10 @@ describe('brute force', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       const r = await sendFrom('127.0.0.2', t.port, `/notify/v1/x?api_key=${generateApiKey('live')}`);
-      statuses.push(r);
+      statuses.push(r.status);
     }
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429]);
-    assert.equal(await sendFrom('127.0.0.2', t.port, '/notify/v1/x', k.key), 429);
+    assert.equal((await sendFrom('127.0.0.2', t.port, '/notify/v1/x', { 'X-API-Key': k.key })).status, 429);
   });
 });
 
@@ -806,7 +786,11 @@ describe('canary sweep', () => {
     for (const m of source.matchAll(
       /import \{([^}]*)\} from '\.\.\/helpers\/(?:gateway|http|redis|upstream)\.js'/g,
     ))
-      assert.doesNotMatch(m[1]!, /\b(startTestGateway|startUpstream|startRedis|send|sendRaw)\b/, m[0]);
+      assert.doesNotMatch(
+        m[1]!,
+        /\b(startTestGateway|startUpstream|startRedis|send|sendFrom|sendRaw)\b/,
+        m[0],
+      );
     await sweep.assertNoKeyLeaked();
   });
 });

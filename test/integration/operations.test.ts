@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,37 +11,12 @@ import { eventually, send } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { createCompanyAndKey } from '../helpers/admin.js';
+import { runCli, startServe } from '../helpers/cli-run.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli.js');
 const TOKEN = 'ops-admin-token-0123456789abcdef';
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'ng-ops-'));
-}
-
-/** Spawns `notify-gateway serve` as users run it; resolves once /healthz answers. */
-async function serve(
-  args: string[],
-  env: Record<string, string>,
-  port: number,
-): Promise<{ proc: ChildProcess; output: () => string }> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
-  const proc = spawn(process.execPath, [CLI, 'serve', ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  await eventually(
-    async () => {
-      if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}:\n${out}`);
-      return (await send(port, '/healthz').catch(() => ({ status: 0 }))).status === 200;
-    },
-    15_000,
-    100,
-  );
-  return { proc, output: () => out };
 }
 
 function exited(proc: ChildProcess): Promise<number | null> {
@@ -77,7 +52,7 @@ describe('operations', () => {
     );
     // The upstream is closed even when `serve` fails: an open server would keep this file's
     // process alive, turning a failure into a hang.
-    const started = await serve(['--config', join(dir, 'gateway.yaml')], {}, port).catch(async (err) => {
+    const started = await startServe(['--config', join(dir, 'gateway.yaml')], {}, port).catch(async (err) => {
       await slow.close();
       throw err;
     });
@@ -115,15 +90,11 @@ describe('operations', () => {
       UPSTREAM_URL: upstream.url,
       LOG_LEVEL: 'warn',
     };
-    execFileSync(process.execPath, [CLI, 'companies', 'create', 'wk', '--tier', 'free'], {
-      env: { ...process.env, ...env },
-    });
-    const k = JSON.parse(
-      execFileSync(process.execPath, [CLI, 'keys', 'create', 'wk', '--json'], {
-        env: { ...process.env, ...env },
-      }).toString(),
-    ) as { key: string };
-    const { proc } = await serve(['--workers', '2'], env, port);
+    assert.equal((await runCli(['companies', 'create', 'wk', '--tier', 'free'], env)).code, 0);
+    const created = await runCli(['keys', 'create', 'wk', '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const k = JSON.parse(created.stdout) as { key: string };
+    const { proc } = await startServe(['--workers', '2'], env, port);
     try {
       upstream.received.length = 0;
       const all = await Promise.all(

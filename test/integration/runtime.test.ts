@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { createCompanyAndKey } from '../helpers/admin.js';
+import { spawnCli, type SpawnedCli } from '../helpers/cli-run.js';
 import { ADMIN_TOKEN, startTestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
@@ -16,38 +17,8 @@ import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 // `serve` as operators run it (dist/cli.js): the --workers supervisor, signals, probes.
 
-const CLI = join(import.meta.dirname, '../../dist/cli.js');
-
-interface Served {
-  proc: ChildProcess;
-  output: () => string;
-  exit: Promise<{ code: number | null; ms: number }>;
-}
-
-function spawnServe(args: string[], env: Record<string, string> = {}, detached = false): Served {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
-  const t0 = Date.now();
-  const proc = spawn(process.execPath, [CLI, 'serve', ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached,
-  });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exit = new Promise<{ code: number | null; ms: number }>((r) =>
-    proc.once('exit', (code) => r({ code, ms: Date.now() - t0 })),
-  );
-  // A failed test must not leave a gateway (or its process group) behind.
-  process.once('exit', () => {
-    try {
-      if (detached && proc.pid) process.kill(-proc.pid, 'SIGKILL');
-      else proc.kill('SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  });
-  return { proc, output: () => out, exit };
+function spawnServe(args: string[], env: Record<string, string> = {}, detached = false): SpawnedCli {
+  return spawnCli(['serve', ...args], env, { detached });
 }
 
 /** A file store with one key, and a gateway config over it; returns the config path. */

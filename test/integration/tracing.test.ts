@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { createCompanyAndKey } from '../helpers/admin.js';
+import { runCli, startServe, stopCli } from '../helpers/cli-run.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { freePort } from '../helpers/redis.js';
@@ -244,8 +245,6 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
   });
 });
 
-const CLI = join(import.meta.dirname, '../../dist/cli.js');
-
 interface Export {
   path: string;
   headers: IncomingHttpHeaders;
@@ -275,7 +274,6 @@ async function serve(
   upstreamUrl: string,
   env: Record<string, string>,
 ): Promise<{ proc: ChildProcess; port: number; key: string; output: () => string }> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
   const dir = mkdtempSync(join(tmpdir(), 'ng-otel-'));
   const key = generateApiKey('live');
   writeFileSync(
@@ -287,29 +285,8 @@ async function serve(
     join(dir, 'gateway.yaml'),
     `server: { port: ${port}, host: 127.0.0.1 }\nadmin: { enabled: false }\nroutes: [{ prefix: /notify/v1, target: '${upstreamUrl}' }]\n`,
   );
-  const proc = spawn(process.execPath, [CLI, 'serve', '--config', join(dir, 'gateway.yaml')], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const ready = async () => {
-    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}:\n${out}`);
-    return (await send(port, '/healthz').catch(() => ({ status: 0 }))).status === 200;
-  };
-  await eventually(ready, 15_000, 100).catch((err: unknown) => {
-    proc.kill('SIGKILL');
-    throw err;
-  });
-  return { proc, port, key, output: () => out };
-}
-
-function stop(proc: ChildProcess): Promise<number | null> {
-  if (proc.exitCode !== null) return Promise.resolve(proc.exitCode);
-  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-  proc.kill('SIGTERM');
-  return exited;
+  const { proc, output } = await startServe(['--config', join(dir, 'gateway.yaml')], env, port);
+  return { proc, port, key, output };
 }
 
 describe('OpenTelemetry export over OTLP/HTTP, `serve` with the OTEL_* variables', () => {
@@ -366,7 +343,7 @@ describe('OpenTelemetry export over OTLP/HTTP, `serve` with the OTEL_* variables
         ['GET /notify/v1', 'key lookup', 'rate limit', 'upstream'],
       );
     } finally {
-      assert.equal(await stop(gw.proc), 0, gw.output());
+      assert.equal(await stopCli(gw.proc), 0, gw.output());
     }
   });
 
@@ -383,7 +360,7 @@ describe('OpenTelemetry export over OTLP/HTTP, `serve` with the OTEL_* variables
     try {
       assert.equal((await send(gw.port, '/notify/v1/p', { headers: { 'X-API-Key': gw.key } })).status, 200);
     } finally {
-      code = await stop(gw.proc);
+      code = await stopCli(gw.proc);
     }
     assert.equal(code, 0, gw.output());
     const posts = collector.posts.slice(before);
@@ -398,21 +375,14 @@ describe('OpenTelemetry export over OTLP/HTTP, `serve` with the OTEL_* variables
 
   test('grpc: `serve` and `config check` refuse it as a configuration error (exit 2), naming the variable', async () => {
     for (const args of [['serve'], ['config', 'check']]) {
-      const proc = spawn(process.execPath, [CLI, ...args], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-          OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
-          PORT: '0',
-          ADMIN_PORT: '0',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const { code, stderr } = await runCli(args, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        PORT: '0',
+        ADMIN_PORT: '0',
       });
-      let err = '';
-      proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
-      assert.equal(code, 2, `${args.join(' ')}: ${err}`);
-      assert.match(err, /OTEL_EXPORTER_OTLP_PROTOCOL=grpc: the gRPC exporter is not installed/);
+      assert.equal(code, 2, `${args.join(' ')}: ${stderr}`);
+      assert.match(stderr, /OTEL_EXPORTER_OTLP_PROTOCOL=grpc: the gRPC exporter is not installed/);
     }
   });
 });
