@@ -4,6 +4,7 @@ import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { LeaseLimiter, type LeaseDecision, type LeaseWindow } from './lease-limiter.js';
 import { MemoryWindowLimiter } from './memory-windows.js';
+import { reportCounted, reportTaken, type WindowUse } from './window-use.js';
 
 /** What the limiter does while Redis fails (`rateLimit.failurePolicy`). */
 export type FailurePolicy = 'insurance' | 'open' | 'closed';
@@ -71,6 +72,11 @@ export interface TierLimiterOptions {
   instances?: number;
   /** Wall clock, ms (tests). Default `Date.now`. */
   now?: () => number;
+  /**
+   * Told the count of each window of a day or longer when the limiter learns it: after each lease
+   * taken from Redis, or each request counted in memory; never on the insurance. Must not throw.
+   */
+  onWindowUse?: (u: WindowUse) => void;
 }
 
 /** A window with its owner and counter name. */
@@ -133,8 +139,16 @@ export class TierRateLimiter {
     this.instances = opts.instances ?? 1;
     this.now = opts.now ?? Date.now;
     const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
+    const report = opts.onWindowUse;
+    const onTaken =
+      report && ((s: string, w: Parameters<typeof reportTaken>[1]) => reportTaken(s, w, report));
     this.shared = opts.redis
-      ? new LeaseLimiter({ redis: opts.redis, maxLease: lease.maxSize, divisor: lease.divisor })
+      ? new LeaseLimiter({
+          redis: opts.redis,
+          maxLease: lease.maxSize,
+          divisor: lease.divisor,
+          ...(onTaken && { onTaken }),
+        })
       : null;
   }
 
@@ -158,6 +172,8 @@ export class TierRateLimiter {
       const d = this.shared
         ? await this.shared.consume(subject, windows)
         : this.memory.consume(windows, this.now());
+      if (!this.shared && this.opts.onWindowUse)
+        reportCounted(companyId, extra.keyId ?? null, windows, d, this.now(), this.opts.onWindowUse);
       // Counted against the insurance too: a fallback later in this window admits only what is
       // left of this process's share, never a full share on top of what Redis already admitted.
       if (insured && d.allowed) this.insurance.add(this.shareOf(windows), this.now());
