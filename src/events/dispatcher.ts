@@ -43,7 +43,7 @@ export function backoffDelay(
 /**
  * Sends the queued deliveries: every `pollIntervalMs` (and at once after a local enqueue) it claims
  * up to `concurrency` due deliveries from the store, each with a lease (visibility timeout) of
- * twice the attempt timeout plus 5 s; posts them; and settles each: delivered, retried later
+ * twice the attempt timeout plus 1 s; posts them; and settles each: delivered, retried later
  * (`backoffDelay`), or dead after `maxAttempts` (or a 410). A process that stops or dies while a
  * delivery is in flight loses its claim when the lease ends, and any process sends it again: at
  * least once, never lost. `close()` aborts what is in flight and gives the claims back at once.
@@ -60,7 +60,7 @@ export class Dispatcher {
   private readonly random: () => number;
 
   constructor(private readonly opts: DispatcherOptions) {
-    this.leaseMs = opts.delivery.timeoutMs * 2 + 5000;
+    this.leaseMs = opts.delivery.timeoutMs * 2 + 1000;
     this.send = opts.send ?? sendWebhook;
     this.random = opts.random ?? Math.random;
   }
