@@ -101,6 +101,64 @@ describe('webhooks: a receiver that fails, hangs, then succeeds (memory store)',
   });
 });
 
+describe('webhooks: what the admin API does becomes events (memory store)', () => {
+  let receiver: Receiver;
+  let t: TestGateway;
+  before(async () => {
+    receiver = await startReceiver();
+    // No key cap: three rotations in a row, each old key still counting until its grace ends.
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      keys: { maxActiveKeys: 0 },
+      ...eventsConfig(receiver.url),
+    });
+  });
+  after(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  test('a suspension, a rotation with a short grace period and one without each send their event', async () => {
+    const admin = adminApi(t.adminPort);
+    const k = await createCompanyAndKey(t.gw.service, 'acme');
+    const rotated = await admin('POST', `/admin/v1/keys/${k.id}/rotate`, { gracePeriodSeconds: 600 });
+    assert.equal(rotated.status, 201, rotated.text);
+    const again = await admin('POST', `/admin/v1/keys/${String(rotated.body.id)}/rotate`, {
+      gracePeriodSeconds: 0,
+    });
+    assert.equal(again.status, 201, again.text);
+    // A long grace period is announced by the key scan a day before it ends, not now.
+    const k3 = await admin('POST', `/admin/v1/keys/${String(again.body.id)}/rotate`, {
+      gracePeriodSeconds: 3 * 86_400,
+    });
+    assert.equal(k3.status, 201);
+    assert.equal((await admin('PATCH', '/admin/v1/companies/acme', { status: 'suspended' })).status, 200);
+    assert.equal((await admin('PATCH', '/admin/v1/companies/acme', { status: 'suspended' })).status, 200);
+    await receiver.waitFor(3);
+    await until(async () => (await pendingDeliveries(t)) === 0);
+    const events = receiver.received.map((r) => parsed(r));
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['key.grace_ending', 'key.revoked', 'company.suspended'],
+    );
+    assert.deepEqual(events[0]!.data, {
+      companyId: 'acme',
+      keyId: k.id,
+      keyPrefix: k.prefix,
+      revokesAt: rotated.body.oldKeyRevokesAt,
+      replacedBy: rotated.body.id,
+    });
+    assert.equal(events[1]!.data.keyId, rotated.body.id);
+    assert.equal(events[1]!.data.reason, 'rotated without a grace period');
+    assert.deepEqual(events[2]!.data, { companyId: 'acme', previousStatus: 'active', actor: 'admin' });
+    assert.equal(
+      await counter(t, 'gateway_events_total', { type: 'key.grace_ending', result: 'not_yet' }),
+      1,
+    );
+    for (const r of receiver.received) assertSigned(r);
+  });
+});
+
 /** Starts a gateway on `redis` (Redis store) with the webhook config. */
 function redisGateway(
   redis: TestRedis,
