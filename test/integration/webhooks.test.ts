@@ -404,6 +404,8 @@ describe('webhooks: dead letters and the webhook routes (Redis)', () => {
       { attempts: 2, lastStatus: 500, lastError: 'HTTP 500', status: 'dead' },
     );
     assert.equal(await counter(t, 'gateway_webhook_deliveries_total', { outcome: 'dead' }), 1);
+    // The depth gauge is the deployment's queue, read at each poll.
+    await until(async () => (await counter(t, 'gateway_webhook_queue_depth', { state: 'dead' })) === 1);
     receiver.script([], 200);
     const path = `/admin/v1/webhooks/deliveries/${String(dead.id)}/retry`;
     const answers = await Promise.all([admin('POST', path), admin('POST', path)]);
