@@ -91,6 +91,7 @@ export function createEvents(opts: EventsOptions): GatewayEvents {
     intervalMs: config.scanIntervalMs,
     rotationAgeDays: opts.rotationAgeDays,
     logger,
+    listening: async () => gatewayEndpoints.length > 0 || (await store.hasWebhooks()),
   });
   const admin = new WebhookAdmin({
     store,

@@ -15,6 +15,7 @@ import type { CompanyWebhook, DeliveryRecord } from './types.js';
 // jobs: HASH id → record JSON. due: ZSET id → due time (Redis clock, ms), pending and in flight.
 // claims: HASH id → the current claim's token. dead / done: ZSET id → when it got there.
 // once:<key>: a deduplication key. hooks:<companyId>: HASH webhook id → endpoint JSON.
+// hooked: SET of the companies that have endpoints.
 
 /** Current time in ms from Redis's clock: every instance schedules by the same clock. */
 const NOW = `local t = redis.call('time')
@@ -110,11 +111,23 @@ redis.call('hset', KEYS[1], ARGV[1], json)
 redis.call('zadd', KEYS[2], now, ARGV[1])
 return json`;
 
-/** KEYS: hooks. ARGV: id, json, max. Adds unless the company has `max` endpoints (check and add at once). */
+/**
+ * KEYS: hooks, hooked. ARGV: id, json, max, company id. Adds unless the company has `max` endpoints
+ * (check and add at once), and notes the company in `hooked` (the companies with endpoints).
+ */
 const ADD_WEBHOOK = `
 if redis.call('hlen', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+redis.call('sadd', KEYS[2], ARGV[4])
 return 1`;
+
+/** KEYS: hooks, hooked. ARGV: id, company id. Removes one endpoint; its JSON goes to the one caller that removed it. */
+const DELETE_WEBHOOK = `
+local json = redis.call('hget', KEYS[1], ARGV[1])
+if not json then return false end
+redis.call('hdel', KEYS[1], ARGV[1])
+if redis.call('hlen', KEYS[1]) == 0 then redis.call('srem', KEYS[2], ARGV[2]) end
+return json`;
 
 type EventRedis = RedisClient & {
   ngEvEnqueue(n: number, ...a: (string | number)[]): Promise<number>;
@@ -122,6 +135,7 @@ type EventRedis = RedisClient & {
   ngEvSettle(n: number, ...a: (string | number)[]): Promise<number>;
   ngEvRequeue(n: number, ...a: (string | number)[]): Promise<string | null>;
   ngEvAddWebhook(n: number, ...a: (string | number)[]): Promise<number>;
+  ngEvDeleteWebhook(n: number, ...a: (string | number)[]): Promise<string | null>;
 };
 
 /**
@@ -145,6 +159,7 @@ export class RedisEventStore implements EventStore {
       redis.defineCommand('ngEvSettle', { lua: SETTLE });
       redis.defineCommand('ngEvRequeue', { lua: REQUEUE });
       redis.defineCommand('ngEvAddWebhook', { lua: ADD_WEBHOOK });
+      redis.defineCommand('ngEvDeleteWebhook', { lua: DELETE_WEBHOOK });
     }
     this.redis = redis;
     const p = `${prefix}{ev}:`;
@@ -213,9 +228,9 @@ export class RedisEventStore implements EventStore {
   }
 
   async addWebhook(w: CompanyWebhook, max: number): Promise<boolean> {
+    const keys = [this.hooksKey(w.companyId), this.hookedKey()];
     return (
-      Number(await this.redis.ngEvAddWebhook(1, this.hooksKey(w.companyId), w.id, JSON.stringify(w), max)) ===
-      1
+      Number(await this.redis.ngEvAddWebhook(2, ...keys, w.id, JSON.stringify(w), max, w.companyId)) === 1
     );
   }
 
@@ -227,11 +242,13 @@ export class RedisEventStore implements EventStore {
   }
 
   async deleteWebhook(companyId: string, id: string): Promise<CompanyWebhook | null> {
-    const key = this.hooksKey(companyId);
-    const json = await this.redis.hget(key, id);
-    // HDEL answers 1 for the one caller that removed it: a concurrent delete answers null.
-    if (!json || (await this.redis.hdel(key, id)) !== 1) return null;
-    return JSON.parse(json) as CompanyWebhook;
+    const keys = [this.hooksKey(companyId), this.hookedKey()];
+    const json = await this.redis.ngEvDeleteWebhook(2, ...keys, id, companyId);
+    return json ? (JSON.parse(json) as CompanyWebhook) : null;
+  }
+
+  async hasWebhooks(): Promise<boolean> {
+    return (await this.redis.scard(this.hookedKey())) > 0;
   }
 
   /** The Redis client belongs to the store or the limiter, which close it. */
@@ -241,6 +258,10 @@ export class RedisEventStore implements EventStore {
 
   private onceKey(key: string): string {
     return `${this.prefix}{ev}:once:${key}`;
+  }
+
+  private hookedKey(): string {
+    return `${this.prefix}{ev}:hooked`;
   }
 
   private hooksKey(companyId: string): string {

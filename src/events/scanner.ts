@@ -17,6 +17,8 @@ export interface KeyScannerOptions {
   events: EventSink;
   /** For the scan lock: one process scans per interval. */
   eventStore: Pick<EventStore, 'claimOnce'>;
+  /** Whether any endpoint exists (the gateway's or a company's): while none does, no scan and no lock. */
+  listening: () => Promise<boolean>;
   intervalMs: number;
   rotationAgeDays: number;
   logger: Logger;
@@ -94,10 +96,15 @@ export class KeyScanner {
     await this.running;
   }
 
-  /** Scans when this process wins the interval's lock (held 90 % of the interval). */
+  /**
+   * Scans when someone listens and this process wins the interval's lock (held 90 % of the
+   * interval). A gateway without endpoints writes nothing: it leaves the store as it found it.
+   */
   async scanIfLeader(): Promise<void> {
     try {
-      if (!(await this.opts.eventStore.claimOnce('key-scan', Math.floor(this.opts.intervalMs * 0.9)))) return;
+      if (!(await this.opts.listening())) return;
+      const lockMs = Math.floor(this.opts.intervalMs * 0.9);
+      if (!(await this.opts.eventStore.claimOnce('key-scan', lockMs))) return;
       await this.scan();
     } catch (err) {
       this.opts.logger.warn(

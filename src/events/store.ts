@@ -66,6 +66,8 @@ export interface EventStore {
   /** Adds a company's endpoint unless it has `max` already (false then). */
   addWebhook(w: CompanyWebhook, max: number): Promise<boolean>;
   listWebhooks(companyId: string): Promise<CompanyWebhook[]>;
+  /** Whether any company has an endpoint (the key scan reads nothing while nobody listens). */
+  hasWebhooks(): Promise<boolean>;
   /** Removes an endpoint; null when the company has none with `id`. */
   deleteWebhook(companyId: string, id: string): Promise<CompanyWebhook | null>;
   close(): Promise<void>;
@@ -167,12 +169,14 @@ export class MemoryEventStore implements EventStore {
   deleteWebhook(companyId: string, id: string): Promise<CompanyWebhook | null> {
     const list = this.webhooks.get(companyId) ?? [];
     const hit = list.find((w) => w.id === id) ?? null;
-    if (hit)
-      this.webhooks.set(
-        companyId,
-        list.filter((w) => w !== hit),
-      );
+    const rest = list.filter((w) => w !== hit);
+    if (rest.length > 0) this.webhooks.set(companyId, rest);
+    else this.webhooks.delete(companyId);
     return Promise.resolve(hit);
+  }
+
+  hasWebhooks(): Promise<boolean> {
+    return Promise.resolve(this.webhooks.size > 0);
   }
 
   close(): Promise<void> {

@@ -166,6 +166,7 @@ function contract(name: string, make: () => Promise<EventStore>): void {
     });
 
     test('at most 10 endpoints per company under 15 concurrent adds; a delete answers once', async () => {
+      assert.equal(await s.hasWebhooks(), false);
       const added = await Promise.all(
         Array.from({ length: 15 }, (_, i) => s.addWebhook(webhook('acme', i), 10)),
       );
@@ -176,6 +177,9 @@ function contract(name: string, make: () => Promise<EventStore>): void {
       const dels = await Promise.all([s.deleteWebhook('acme', id), s.deleteWebhook('acme', id)]);
       assert.equal(dels.filter((x) => x !== null).length, 1);
       assert.equal(await s.deleteWebhook('globex', id), null);
+      assert.equal(await s.hasWebhooks(), true);
+      for (const w of await s.listWebhooks('acme')) assert.ok(await s.deleteWebhook('acme', w.id));
+      assert.equal(await s.hasWebhooks(), false, 'the last endpoint gone: nobody listens');
     });
   });
 }
