@@ -68,6 +68,15 @@ export {
   signGatewayRequest,
   verifyGatewaySignature,
   gatewaySignatureMiddleware,
+  signWebhook,
+  verifyWebhook,
+  generateWebhookSecret,
+  WEBHOOK_HEADERS,
   type SignatureCheck,
   type SignedFields,
+  type WebhookCheck,
+  type HeaderSource,
 } from './signing.js';
+
+/** Events and their webhooks (docs/events.md): what an emitter calls and what a receiver gets. */
+export type { EventSink, EventData, EventEnvelope, EventType } from './events/types.js';

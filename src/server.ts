@@ -9,6 +9,9 @@ import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
 import { safeMessage } from './errors.js';
 import { findStartupProblems } from './config/preflight.js';
+import type { WebhookAdmin } from './events/admin.js';
+import { createEvents, type GatewayEvents } from './events/events.js';
+import type { EventSink } from './events/types.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp, type AppDeps } from './http/app.js';
 import { createAdminServer, createGatewayServer, drain, listen } from './http/server.js';
@@ -24,12 +27,12 @@ import {
 } from './observability/metrics.js';
 import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
 import { createTracing, type Tracing } from './observability/tracing.js';
-import { AuthFailureLimiter, TierRateLimiter } from './ratelimit/tier-limiter.js';
+import { AuthFailureLimiter, TierRateLimiter, type TierLimiterOptions } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
 import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
 import { RedisKeyStore } from './store/redis-store.js';
-import type { KeyStore } from './store/types.js';
+import type { AuditEntry, KeyStore } from './store/types.js';
 import { UsageRecorder } from './usage/recorder.js';
 import { RedisUsageStore } from './usage/redis-usage-store.js';
 import { MemoryUsageStore, type UsageStore } from './usage/usage-store.js';
@@ -51,6 +54,8 @@ export interface GatewayHandle {
   logger: Logger;
   /** Exports the spans buffered so far (a no-op when tracing is off). */
   flushTraces(): Promise<void>;
+  /** Events and webhooks (null when `events.enabled` is false); `events.bus` is the `EventSink`. */
+  events: GatewayEvents | null;
   /** Usage counting (null when `usage.enabled` is false); `flush()` writes the counts now. */
   usage: { recorder: UsageRecorder; store: UsageStore } | null;
   /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
@@ -184,11 +189,13 @@ export async function startGateway(
     : await createStore(config, logger, metrics);
   const { store } = built;
   const limiterRedis = await createLimiterRedis(config, logger, built.redis);
-  const limiter = createLimiter(config, limiterRedis.client, metrics);
+  const events = createGatewayEvents(config, limiterRedis.client, store, metrics, logger, (e) =>
+    service.audit(e),
+  );
+  const limiter = createLimiter(config, limiterRedis.client, metrics, events?.onWindowUse);
   const verifier = createVerifier(config, store, metrics);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
-  const service = createAdminService(config, store, logger);
-  const onKeyInUrl = createKeyInUrlHandler(config, store, service, logger);
+  const service = createAdminService(config, store, logger, events?.bus);
   const ready = createReadinessCheck({
     store,
     limiterRedis: limiterRedis.client,
@@ -206,18 +213,18 @@ export async function startGateway(
     metrics,
     ready,
     onKeyExpired: createExpiryAuditor({ auditor: service }),
-    onKeyInUrl: (candidates) => void onKeyInUrl(candidates),
+    onKeyInUrl: createKeyInUrlHandler(config, store, service, logger),
     tracing,
     onRequestFinished: usage?.onFinished,
   });
-
   const server = createGatewayServer(config.server, app, tls.server);
   await listen(server, config.server.port, config.server.host);
   const adminServer = await startAdminServer(
     config,
-    { service, metrics, logger, usage, ready, tls: tls.admin },
+    { service, metrics, logger, usage, ready, tls: tls.admin, webhooks: events?.admin ?? null },
     server,
   );
+  events?.start();
   const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
@@ -238,25 +245,56 @@ export async function startGateway(
     logger,
     tracing,
     usage: usage?.recorder ?? null,
+    events,
   });
   const flushTraces = () => tracing.forceFlush();
-  return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, close };
+  return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events, close };
 }
 
-/** A valid key seen in a URL: flag it exposed (audited), or revoke it (`keys.exposedKeys`). */
+/**
+ * Events and webhooks when `events.enabled`: on the limiter's Redis (the store's, or
+ * `rateLimit.redisUrl`), so the deployment has one queue and one deduplication; else in memory.
+ */
+function createGatewayEvents(
+  config: Readonly<GatewayConfig>,
+  redis: RedisClient | undefined,
+  store: KeyStore,
+  metrics: GatewayMetrics,
+  logger: Logger,
+  audit: (e: Omit<AuditEntry, 'at'>) => Promise<void>,
+): GatewayEvents | null {
+  if (!config.events.enabled) return null;
+  return createEvents({
+    config: config.events,
+    ...(redis && { redis }),
+    keyPrefix: config.store.redis.keyPrefix,
+    keys: store,
+    rotationAgeDays: config.keys.rotationAgeDays,
+    registry: metrics.registry,
+    logger,
+    audit,
+  });
+}
+
+/**
+ * A valid key seen in a URL: flag it exposed (audited, with where it was seen: client address,
+ * route, request id), or revoke it (`keys.exposedKeys`). Runs after the answer, in the background.
+ */
 function createKeyInUrlHandler(
   config: Readonly<GatewayConfig>,
   store: KeyStore,
   service: AdminService,
   logger: Logger,
-): ReturnType<typeof createExposedKeyHandler> {
-  return createExposedKeyHandler({
+): NonNullable<AppDeps['onKeyInUrl']> {
+  const onKeyInUrl = createExposedKeyHandler({
     store,
     recorder: service,
     keyFormat: { maxLength: config.keys.maxLength, acceptLegacy: config.keys.acceptLegacyFormat },
     revoke: config.keys.exposedKeys === 'revoke',
     onError: (err) => logger.warn({ error: safeMessage(err) }, 'exposed-key handling failed'),
   });
+  return (candidates, req) =>
+    void onKeyInUrl(candidates, { clientIp: req.gw.clientIp, route: req.gw.route, requestId: req.gw.id });
 }
 
 /**
@@ -291,9 +329,15 @@ function createUsage(
   return { recorder, store, onFinished };
 }
 
-/** The admin service over the store, logging each audit entry. */
-function createAdminService(config: Readonly<GatewayConfig>, store: KeyStore, logger: Logger): AdminService {
+/** The admin service over the store, logging each audit entry and emitting its events. */
+function createAdminService(
+  config: Readonly<GatewayConfig>,
+  store: KeyStore,
+  logger: Logger,
+  events: EventSink | undefined,
+): AdminService {
   return new AdminService({
+    ...(events && { events }),
     store,
     tiers: new Set(config.rateLimit.tiers.map((t) => t.name)),
     routes: config.routes,
@@ -383,8 +427,10 @@ function createLimiter(
   config: Readonly<GatewayConfig>,
   redis: RedisClient | undefined,
   metrics: GatewayMetrics,
+  onWindowUse: TierLimiterOptions['onWindowUse'],
 ): TierRateLimiter {
   return new TierRateLimiter({
+    ...(onWindowUse && { onWindowUse }),
     tiers: config.rateLimit.tiers,
     ...(redis ? { redis } : {}),
     keyPrefix: config.store.redis.keyPrefix,
@@ -429,6 +475,7 @@ async function startAdminServer(
     usage: { store: UsageStore } | null;
     ready: ReadinessCheck;
     tls: TlsMaterial | undefined;
+    webhooks: WebhookAdmin | null;
   },
   gatewayServer: Server,
 ): Promise<Server | null> {
@@ -449,6 +496,7 @@ async function startAdminServer(
     usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,
     ready: deps.ready,
     tls: deps.tls !== undefined,
+    webhooks: deps.webhooks,
   });
   const adminServer = createAdminServer(adminApp, deps.tls);
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {
@@ -484,6 +532,7 @@ interface Closeable {
   logger: Logger;
   tracing: Tracing;
   usage: UsageRecorder | null;
+  events: GatewayEvents | null;
 }
 
 /** The handle's `close()`: graceful, and idempotent (every call returns the same promise). */
@@ -500,6 +549,8 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
       await drain(server, config.server.shutdownTimeoutMs);
       if (adminServer) await drain(adminServer, 1000);
       app.closeAgents();
+      // Deliveries in flight go back to the queue while its Redis is still open.
+      await parts.events?.close();
       // Unused leased quota goes back while the Redis client is still open.
       await limiter.close();
       // The last counts go out while Redis is still open.

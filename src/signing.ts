@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Header names the signature covers; defaults match the gateway's defaults. */
@@ -145,4 +145,118 @@ function lower(h: SignatureHeaderNames | undefined): Partial<typeof DEFAULTS> {
     if (v) out[k] = v.toLowerCase();
   }
   return out;
+}
+
+// ---- Standard Webhooks (https://www.standardwebhooks.com): the gateway's event deliveries
+
+/** The three headers of a Standard Webhooks delivery. */
+export const WEBHOOK_HEADERS = {
+  id: 'webhook-id',
+  timestamp: 'webhook-timestamp',
+  signature: 'webhook-signature',
+} as const;
+
+/**
+ * The HMAC key of a Standard Webhooks secret: `whsec_<base64>` (or the bare base64), decoded; at
+ * least 24 bytes, as the spec asks. Throws a `TypeError` otherwise: a short or malformed secret is a
+ * configuration error, never a verdict on a delivery.
+ */
+function webhookKey(secret: unknown, fn: string): Buffer {
+  const b64 = typeof secret === 'string' ? secret.replace(/^whsec_/, '') : '';
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(b64) ? Buffer.from(b64, 'base64') : Buffer.alloc(0);
+  if (key.length < 24)
+    throw new TypeError(`${fn}: secret must be whsec_ and the base64 of at least 24 bytes`);
+  return key;
+}
+
+/**
+ * A Standard Webhooks signature, `v1,<base64 HMAC-SHA256>` over `<id>.<timestamp>.<body>`, for the
+ * `webhook-signature` header. `id` must not contain a `.`; `timestamp` is Unix seconds; `body` is
+ * the exact bytes sent. Throws a `TypeError` on a bad secret or id.
+ *
+ * @example
+ * signWebhook('whsec_' + secretBase64, { id: 'evt_1', timestamp: 1700000000, body: '{"type":"key.revoked"}' });
+ */
+export function signWebhook(
+  secret: string,
+  msg: { id: string; timestamp: number; body: string | Buffer },
+): string {
+  const key = webhookKey(secret, 'signWebhook');
+  if (!/^[^.\s]{1,256}$/.test(msg.id))
+    throw new TypeError('signWebhook: id must be 1-256 characters without "." or spaces');
+  const mac = createHmac('sha256', key)
+    .update(`${msg.id}.${msg.timestamp}.`)
+    .update(msg.body)
+    .digest('base64');
+  return `v1,${mac}`;
+}
+
+/** `verifyWebhook`'s answer: the delivery's id and timestamp, or why it was refused. */
+export type WebhookCheck =
+  | { ok: true; id: string; timestamp: number }
+  | { ok: false; reason: 'missing' | 'malformed' | 'expired' | 'mismatch' };
+
+/** Request headers as Node (`req.headers`) or fetch (`request.headers`) give them. */
+export type HeaderSource = IncomingHttpHeaders | { get(name: string): string | null };
+
+function headerOf(h: HeaderSource, name: string): string | string[] | undefined {
+  if (typeof (h as { get?: unknown }).get === 'function')
+    return (h as { get(n: string): string | null }).get(name) ?? undefined;
+  return (h as IncomingHttpHeaders)[name];
+}
+
+/**
+ * For webhook receivers: checks a delivery from the gateway (or any Standard Webhooks sender). Reads
+ * `webhook-id`, `webhook-timestamp` and `webhook-signature`; refuses a timestamp more than
+ * `toleranceSeconds` (default 300) from now (replays), and accepts when any `v1,` signature in the
+ * space-separated list matches HMAC-SHA256 over `<id>.<timestamp>.<body>` with one of `secrets`
+ * (several during a secret rotation). Constant-time comparison. `body` must be the raw bytes as
+ * received, before any JSON parsing. Use the answer's `id` as an idempotency key: a delivery may
+ * arrive more than once. Throws a `TypeError` for a malformed secret.
+ *
+ * @example
+ * const r = verifyWebhook(req.headers, rawBody, { secret: process.env.WEBHOOK_SECRET! });
+ * if (!r.ok) return res.writeHead(401).end();
+ * if (await seenBefore(r.id)) return res.writeHead(200).end();
+ */
+export function verifyWebhook(
+  headers: HeaderSource,
+  body: string | Buffer,
+  opts: { secret: string | readonly string[]; toleranceSeconds?: number; now?: number },
+): WebhookCheck {
+  const keys = (typeof opts.secret === 'string' ? [opts.secret] : opts.secret).map((s) =>
+    webhookKey(s, 'verifyWebhook'),
+  );
+  if (keys.length === 0) throw new TypeError('verifyWebhook: at least one secret is needed');
+  const id = headerOf(headers, WEBHOOK_HEADERS.id);
+  const ts = headerOf(headers, WEBHOOK_HEADERS.timestamp);
+  const sig = headerOf(headers, WEBHOOK_HEADERS.signature);
+  if (id === undefined || ts === undefined || sig === undefined) return { ok: false, reason: 'missing' };
+  if (typeof id !== 'string' || typeof ts !== 'string' || typeof sig !== 'string')
+    return { ok: false, reason: 'malformed' };
+  if (!/^[^.\s]{1,256}$/.test(id) || !/^\d{1,12}$/.test(ts)) return { ok: false, reason: 'malformed' };
+  const timestamp = Number(ts);
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? 300)) return { ok: false, reason: 'expired' };
+  const given = sig
+    .split(' ')
+    .filter((s) => s.startsWith('v1,'))
+    .map((s) => Buffer.from(s.slice(3), 'base64'))
+    .filter((b) => b.length === 32);
+  if (given.length === 0) return { ok: false, reason: 'malformed' };
+  for (const key of keys) {
+    const expected = createHmac('sha256', key).update(`${id}.${ts}.`).update(body).digest();
+    if (given.some((g) => timingSafeEqual(expected, g))) return { ok: true, id, timestamp };
+  }
+  return { ok: false, reason: 'mismatch' };
+}
+
+/**
+ * A new Standard Webhooks secret: `whsec_` and the base64 of 32 random bytes.
+ *
+ * @example
+ * const secret = generateWebhookSecret(); // 'whsec_…'
+ */
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }

@@ -41,12 +41,18 @@ export const ADMIN_ROUTE_ROLES: readonly AdminRouteRole[] = [
   { method: 'GET', path: '/admin/v1/keys/:keyId', role: 'read' },
   { method: 'GET', path: '/admin/v1/audit', role: 'read' },
   { method: 'GET', path: '/admin/v1/openapi.json', role: 'read' },
+  { method: 'GET', path: '/admin/v1/webhooks', role: 'read' },
+  { method: 'GET', path: '/admin/v1/webhooks/deliveries', role: 'read' },
+  { method: 'GET', path: '/admin/v1/companies/:id/webhooks', role: 'read' },
   { method: 'POST', path: '/admin/v1/companies/:id/keys', role: 'keys' },
   { method: 'POST', path: '/admin/v1/keys/:keyId/rotate', role: 'keys' },
   { method: 'DELETE', path: '/admin/v1/keys/:keyId', role: 'keys' },
   { method: 'POST', path: '/admin/v1/companies', role: 'admin' },
   { method: 'PATCH', path: '/admin/v1/companies/:id', role: 'admin' },
   { method: 'PATCH', path: '/admin/v1/keys/:keyId', role: 'admin' },
+  { method: 'POST', path: '/admin/v1/companies/:id/webhooks', role: 'admin' },
+  { method: 'DELETE', path: '/admin/v1/companies/:id/webhooks/:webhookId', role: 'admin' },
+  { method: 'POST', path: '/admin/v1/webhooks/deliveries/:deliveryId/retry', role: 'admin' },
 ];
 
 /** Whether `have` includes `need`. */

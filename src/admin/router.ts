@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Readiness } from '../observability/readiness.js';
 import { isStoreOutage } from '../store/types.js';
 import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
+import type { WebhookAdmin } from '../events/admin.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
 import { adminIdentities, hasRole, identify, type AdminIdentity, type AdminTokenEntry } from './roles.js';
@@ -38,6 +39,8 @@ export interface AdminAppDeps {
   usage?: UsageQueryDeps | null;
   /** Readiness behind the admin port's `/readyz` (the probes are in the OpenAPI document: always served). */
   ready: () => Promise<Readiness>;
+  /** The webhook routes (src/events/admin.ts); null or absent: events are off (404). */
+  webhooks?: WebhookAdmin | null;
 }
 
 /**
@@ -83,6 +86,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     res.end(m.text);
   });
   app.use('/admin/v1', createAdminRoutes(deps.service, deps.usage ?? null));
+  app.use('/admin/v1', createWebhookRoutes(deps.webhooks ?? null));
 
   app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
   app.use(createAdminErrorHandler(deps.logger));
@@ -329,6 +333,42 @@ function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null):
 }
 
 const V1 = '/admin/v1';
+
+/** The webhook routes: each calls the webhook admin (404 `ADMIN_NOT_FOUND` when events are off). */
+function createWebhookRoutes(hooks: WebhookAdmin | null): express.Router {
+  const r = express.Router();
+  const v1 = (method: AdminOperation['method'], path: string) => guard(method, `${V1}${path}`);
+  const off = (res: Response) => sendError(res, 'ADMIN_NOT_FOUND', 'events are off (events.enabled: false)');
+  r.get('/webhooks', v1('get', '/webhooks'), (_req, res) =>
+    hooks ? reply(res, hooks.listGatewayWebhooks()) : off(res),
+  );
+  r.get('/webhooks/deliveries', v1('get', '/webhooks/deliveries'), async (req, res) =>
+    hooks ? reply(res, await hooks.listDeliveries(req.query as Record<string, unknown>)) : off(res),
+  );
+  r.post(
+    '/webhooks/deliveries/:deliveryId/retry',
+    v1('post', '/webhooks/deliveries/:deliveryId/retry'),
+    async (req, res) =>
+      hooks ? reply(res, await hooks.retryDelivery(req.params.deliveryId!, actorOf(res))) : off(res),
+  );
+  r.get('/companies/:id/webhooks', v1('get', '/companies/:id/webhooks'), async (req, res) =>
+    hooks ? reply(res, await hooks.listCompanyWebhooks(req.params.id!)) : off(res),
+  );
+  r.post('/companies/:id/webhooks', v1('post', '/companies/:id/webhooks'), async (req, res) =>
+    hooks
+      ? reply(res, await hooks.createCompanyWebhook(req.params.id!, req.body, actorOf(res)), 201, true)
+      : off(res),
+  );
+  r.delete(
+    '/companies/:id/webhooks/:webhookId',
+    v1('delete', '/companies/:id/webhooks/:webhookId'),
+    async (req, res) =>
+      hooks
+        ? reply(res, await hooks.deleteCompanyWebhook(req.params.id!, req.params.webhookId!, actorOf(res)))
+        : off(res),
+  );
+  return r;
+}
 
 /** An optional body: what was sent, or `{}` when nothing (or nothing but an empty body) was. */
 function bodyOrEmpty(req: express.Request, res: Response): unknown {

@@ -3,6 +3,13 @@ import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { scopeListSchema, windowListSchema } from '../config/limits.js';
 import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
 import type { ErrorCode } from '../errors.js';
+import {
+  companyWebhookCreateSchema,
+  createdWebhookSchema,
+  deliveryQuerySchema,
+  deliveryViewSchema,
+  webhookViewSchema,
+} from '../events/schemas.js';
 import { requiredRole, type AdminRole } from './roles.js';
 import { ID_PATTERN } from '../store/types.js';
 import { INSTANT_MESSAGE, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
@@ -499,6 +506,64 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       role: 'read',
       ok: { status: 200, schema: z.record(z.unknown()) },
       errors: [],
+    },
+    {
+      method: 'get',
+      path: `${V1}/webhooks`,
+      operationId: 'listGatewayWebhooks',
+      summary: "The gateway's own webhook endpoints (events.webhooks in the config; no secrets)",
+      role: 'read',
+      ok: { status: 200, schema: z.array(webhookViewSchema) },
+      errors: ['ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/webhooks/deliveries`,
+      operationId: 'listWebhookDeliveries',
+      summary:
+        'Webhook deliveries, newest first: pending, delivered (the last 1000) and dead letters (the last 1000)',
+      role: 'read',
+      query: deliveryQuerySchema,
+      ok: { status: 200, schema: z.array(deliveryViewSchema) },
+      errors: ['ADMIN_INVALID_REQUEST', 'ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: `${V1}/webhooks/deliveries/:deliveryId/retry`,
+      operationId: 'retryWebhookDelivery',
+      summary: 'Send a dead letter again: back in the queue, due now, with a fresh set of attempts',
+      role: 'admin',
+      ok: { status: 200, schema: deliveryViewSchema },
+      errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/companies/:id/webhooks`,
+      operationId: 'listCompanyWebhooks',
+      summary: "A company's webhook endpoints (no secrets)",
+      role: 'read',
+      ok: { status: 200, schema: z.array(webhookViewSchema) },
+      errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: `${V1}/companies/:id/webhooks`,
+      operationId: 'createCompanyWebhook',
+      summary:
+        "Add a company's webhook endpoint (at most 10); the answer holds its signing secret, shown once",
+      role: 'admin',
+      body: companyWebhookCreateSchema,
+      ok: { status: 201, schema: createdWebhookSchema },
+      errors: ['ADMIN_INVALID_REQUEST', 'ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'delete',
+      path: `${V1}/companies/:id/webhooks/:webhookId`,
+      operationId: 'deleteCompanyWebhook',
+      summary: "Remove a company's webhook endpoint (its pending deliveries become dead letters)",
+      role: 'admin',
+      ok: { status: 200, schema: webhookViewSchema },
+      errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
     },
   ] satisfies AdminOperation[]
 ).map((op): AdminOperation => {

@@ -3,6 +3,7 @@ import { KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { createKeyRecord } from '../auth/key-record.js';
 import { findScopeProblems, type ScopeRoute } from '../config/limits.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
+import type { EventSink } from '../events/types.js';
 import {
   hasPassed,
   ID_PATTERN,
@@ -38,6 +39,13 @@ export interface AdminFailure {
 /** An admin operation's outcome: the value, or an {@link AdminFailure}. */
 export type AdminResult<T> = { ok: true; value: T } | AdminFailure;
 
+/** Where a key was seen exposed: the request's client address, matched route and request id. */
+export interface ExposureContext {
+  clientIp?: string;
+  route?: string;
+  requestId?: string;
+}
+
 /** What lists show of a key: never the key, never its hash (schema: `keyViewSchema`). */
 export type KeyView = z.infer<typeof keyViewSchema>;
 
@@ -54,6 +62,8 @@ export interface AdminServiceOptions {
   rotationAgeDays: number;
   /** Every audit event also goes here (a structured log line). */
   onAudit?: (entry: AuditEntry) => void;
+  /** Events for webhooks (src/events/): revocations, suspensions, exposed keys, grace periods. */
+  events?: EventSink;
   now?: () => number;
   /**
    * After a write fails with a store outage (it may still land: a timed-out Lua script runs when
@@ -181,6 +191,8 @@ export class AdminService {
     const changes = diff(parsed.value, before, after);
     // Audited as soon as it is stored: a publish that fails afterwards does not hide the change.
     await this.audit({ event: 'company.updated', companyId: id, actor, details: changes });
+    if (after.status === 'suspended' && before.status !== 'suspended')
+      this.opts.events?.emit('company.suspended', { companyId: id, previousStatus: before.status, actor });
     await this.opts.store.publish({ kind: 'company', id });
     return { ok: true, value: after };
   }
@@ -242,7 +254,7 @@ export class AdminService {
           if (!k) return true;
           // Landed when the stored time is this attempt's (the store keeps the earliest); an
           // earlier one was another revocation, audited by whoever made it.
-          if (k.revokedAt === revokedAt && !hasPassed(before.revokedAt, now))
+          if (k.revokedAt === revokedAt && !hasPassed(before.revokedAt, now)) {
             await this.audit({
               event: 'key.revoked',
               companyId: k.companyId,
@@ -251,7 +263,8 @@ export class AdminService {
               actor,
               details: { reason, late: true },
             });
-          else if (!hasPassed(k.revokedAt, this.now())) return false;
+            this.emitRevoked(k, reason, actor);
+          } else if (!hasPassed(k.revokedAt, this.now())) return false;
           await this.opts.store.publish({ kind: 'key', hash: k.hash });
           return true;
         },
@@ -270,6 +283,7 @@ export class AdminService {
         actor,
         details: { reason },
       });
+      this.emitRevoked(k, reason, actor);
     }
     await this.opts.store.publish({ kind: 'key', hash: k.hash });
     return { ok: true, value: this.view(k, now) };
@@ -337,6 +351,17 @@ export class AdminService {
       actor,
       details: { newKeyId: created.value.id, newKeyPrefix: created.value.prefix, oldKeyRevokesAt },
     });
+    if (oldKeyRevokesAt && hasPassed(oldKeyRevokesAt, this.now()))
+      this.emitRevoked({ ...old, revokedAt: oldKeyRevokesAt }, 'rotated without a grace period', actor);
+    else if (oldKeyRevokesAt)
+      // The events decide when to send it (a day before); a short grace period is announced now.
+      this.opts.events?.emit('key.grace_ending', {
+        companyId: old.companyId,
+        keyId,
+        keyPrefix: old.prefix,
+        revokesAt: oldKeyRevokesAt,
+        replacedBy: created.value.id,
+      });
     return { ok: true, value: { ...created.value, replaces: keyId, oldKeyRevokesAt } };
   }
 
@@ -436,8 +461,11 @@ export class AdminService {
     return { ok: true, value: this.view(after, this.now()) };
   }
 
-  /** A valid key was seen in a URL: flag it, and revoke it when the policy says so. */
-  async markExposed(key: KeyRecord, revoke: boolean): Promise<void> {
+  /**
+   * A valid key was seen in a URL: flag it, and revoke it when the policy says so. `context` (the
+   * request's client address, route and id) goes into the audit entry and the `key.exposed` event.
+   */
+  async markExposed(key: KeyRecord, revoke: boolean, context?: ExposureContext): Promise<void> {
     const at = isoSeconds(this.now());
     if (key.exposedAt === null) {
       await this.opts.store.updateKey(key.id, { exposedAt: at });
@@ -449,9 +477,13 @@ export class AdminService {
       keyId: key.id,
       keyPrefix: key.prefix,
       actor: 'gateway',
-      details: { revoke },
+      details: { revoke, ...context },
     });
-    if (revoke && this.opts.store.writable) await this.revokeKey(key.id, 'gateway', 'exposed in a URL');
+    const revoked = revoke && this.opts.store.writable;
+    const { clientIp = '-', route = '-', requestId = '-' } = context ?? {};
+    const ref = { companyId: key.companyId, keyId: key.id, keyPrefix: key.prefix };
+    this.opts.events?.emit('key.exposed', { ...ref, clientIp, route, requestId, revoked });
+    if (revoked) await this.revokeKey(key.id, 'gateway', 'exposed in a URL');
   }
 
   async readAudit(opts: { limit?: unknown; companyId?: string }): Promise<AdminResult<AuditEntry[]>> {
@@ -468,6 +500,18 @@ export class AdminService {
         ...(opts.companyId ? { companyId: opts.companyId } : {}),
       }),
     };
+  }
+
+  /** `key.revoked` for a key this service revoked (once per revocation; the events deduplicate). */
+  private emitRevoked(k: KeyRecord, reason: string, actor: string): void {
+    this.opts.events?.emit('key.revoked', {
+      companyId: k.companyId,
+      keyId: k.id,
+      keyPrefix: k.prefix,
+      revokedAt: k.revokedAt ?? isoSeconds(this.now()),
+      reason,
+      actor,
+    });
   }
 
   /** Records an audit event (store stream + log line). Failures to store are swallowed after logging. */

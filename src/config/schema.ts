@@ -1,5 +1,6 @@
 import { METHODS } from 'node:http';
 import { z } from 'zod';
+import { eventsConfigSchema } from './events.js';
 import { MAX_WINDOW_SECONDS, pathPrefixSchema, windowListSchema } from './limits.js';
 
 /** Header names are compared case-insensitively and `_`/`-` alike, so they are stored normalised. */
@@ -409,6 +410,8 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** Events and their webhooks (src/events/, docs/events.md). */
+    events: eventsConfigSchema,
     metrics: z
       .object({
         /** Label rate-limit metrics with company ids (unbounded cardinality: off by default). */

@@ -138,9 +138,19 @@ export interface LeaseWindow {
   duration: number;
 }
 
+/** One window's shared count after a take: `granted` points were added, making it `used`. */
+export interface TakenWindow extends LeaseWindow {
+  used: number;
+  granted: number;
+  /** The window's end, Redis clock (ms). */
+  endsAt: number;
+}
+
 /** The lease sizing (`rateLimit.lease`). */
 export interface LeaseLimiterOptions {
   redis: RedisClient;
+  /** After each take that granted points: the deployment's counts (quota thresholds). Must not throw. */
+  onTaken?: (subject: string, windows: readonly TakenWindow[]) => void;
   /** Largest lease (≥ 1); 1 = one Redis call per request. */
   maxLease: number;
   /** A lease is at most 1/divisor of the quota left in Redis, so leases shrink to 1 near the end. */
@@ -178,6 +188,7 @@ interface LeasePart {
 }
 
 interface Lease {
+  subject: string;
   /** Points of the current lease not spent yet. */
   left: number;
   /** Points of an ended lease, still counted in its longer windows: given back with the next take. */
@@ -312,6 +323,7 @@ export class LeaseLimiter {
     if (!lease) {
       if (this.leases.size >= 10_000) this.sweep();
       lease = {
+        subject,
         left: 0,
         carry: 0,
         parts: windows.map((w) => ({ ...w, used: 0, localEnd: 0, redisEnd: 0 })),
@@ -354,6 +366,24 @@ export class LeaseLimiter {
     lease.left = r[0]!;
     lease.refusedBy = r[1]! - 1;
     lease.refusedUntil = lease.refusedBy >= 0 ? lease.parts[lease.refusedBy]!.localEnd : 0;
+    if (r[0]! > 0 && this.opts.onTaken) this.reportTake(lease, r[0]!);
+  }
+
+  /** The take's counts to `onTaken`; a throw there must not fail the request (it is not Redis's). */
+  private reportTake(lease: Lease, granted: number): void {
+    const taken = lease.parts.map((p) => ({
+      key: p.key,
+      points: p.points,
+      duration: p.duration,
+      used: p.used,
+      granted,
+      endsAt: p.redisEnd,
+    }));
+    try {
+      this.opts.onTaken!(lease.subject, taken);
+    } catch {
+      // a bug in the listener; the limiter goes on
+    }
   }
 
   private decision(lease: Lease, allowed: boolean, now: number): LeaseDecision {

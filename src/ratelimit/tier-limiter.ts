@@ -7,6 +7,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { LeaseLimiter, type LeaseDecision, type LeaseWindow } from './lease-limiter.js';
 import { Insurance, SETTLE_INTERVAL_MS, type InsuranceDebt } from './insurance.js';
 import { MemoryWindowLimiter } from './memory-windows.js';
+import { reportCounted, reportTaken, type WindowUse } from './window-use.js';
 
 export { insurancePoints } from './insurance.js';
 
@@ -77,6 +78,11 @@ export interface TierLimiterOptions {
   instances?: number;
   /** Monotonic clock, ms (tests). Default `performance.now`; the lease limiter shares it. */
   now?: () => number;
+  /**
+   * Told the count of each window of a day or longer when the limiter learns it: after each lease
+   * taken from Redis, or each request counted in memory; never on the insurance. Must not throw.
+   */
+  onWindowUse?: (u: WindowUse) => void;
 }
 
 /** A window with its owner and counter name. */
@@ -120,12 +126,16 @@ export class TierRateLimiter {
       );
     this.now = opts.now ?? (() => performance.now());
     const lease = opts.lease ?? { maxSize: 1, divisor: 1 };
+    const report = opts.onWindowUse;
+    const onTaken =
+      report && ((s: string, w: Parameters<typeof reportTaken>[1]) => reportTaken(s, w, report));
     this.shared = opts.redis
       ? new LeaseLimiter({
           redis: opts.redis,
           maxLease: lease.maxSize,
           divisor: lease.divisor,
           now: this.now,
+          ...(onTaken && { onTaken }),
         })
       : null;
     this.insurance =
@@ -145,7 +155,13 @@ export class TierRateLimiter {
     extra: Omit<LimitSubject, 'companyId' | 'tier'> = {},
   ): Promise<RateDecision> {
     const windows = this.windowsOf({ companyId, tier: tierName, ...extra });
-    if (!this.shared) return toDecision(windows, this.memory.consume(windows, this.now()), 'primary');
+    if (!this.shared) {
+      const d = this.memory.consume(windows, this.now());
+      // The threshold event names when the window resets: wall-clock time, not the limiter's clock.
+      if (this.opts.onWindowUse)
+        reportCounted(companyId, extra.keyId ?? null, windows, d, Date.now(), this.opts.onWindowUse);
+      return toDecision(windows, d, 'primary');
+    }
     const subject = extra.keyLimits?.length && extra.keyId ? `${companyId}\n${extra.keyId}` : companyId;
     if (this.insurance) return this.consumeInsured(this.shared, this.insurance, subject, windows);
     try {

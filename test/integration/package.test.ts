@@ -35,9 +35,13 @@ describe('package', () => {
     const loads = (files: string[], pkg: string) => files.some((f) => f.includes(`/node_modules/${pkg}/`));
     const light = loadIn('notify-gateway/signing');
     assert.deepEqual(light.exports, [
+      'WEBHOOK_HEADERS',
       'gatewaySignatureMiddleware',
+      'generateWebhookSecret',
       'signGatewayRequest',
+      'signWebhook',
       'verifyGatewaySignature',
+      'verifyWebhook',
     ]);
     for (const pkg of heavy) assert.ok(!loads(light.cjs, pkg), `the signing entry loads ${pkg}`);
     assert.equal(light.cjs.length, 0, `CommonJS modules loaded: ${light.cjs.join(', ')}`);

@@ -15,6 +15,7 @@ const EXPECTED = [
   'StoreReadOnlyError',
   'TRACING_OFF',
   'TierRateLimiter',
+  'WEBHOOK_HEADERS',
   'configSchema',
   'createApp',
   'createLogger',
@@ -24,14 +25,17 @@ const EXPECTED = [
   'createTracing',
   'gatewaySignatureMiddleware',
   'generateApiKey',
+  'generateWebhookSecret',
   'hashApiKey',
   'loadConfig',
   'parseApiKey',
   'signGatewayRequest',
+  'signWebhook',
   'startGateway',
   'tracingSettings',
   'validateConfig',
   'verifyGatewaySignature',
+  'verifyWebhook',
 ];
 
 test('the library exports exactly the gateway building blocks, nothing from the demo', () => {

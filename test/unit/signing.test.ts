@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { Webhook } from 'standardwebhooks';
 import {
   gatewaySignatureMiddleware,
+  generateWebhookSecret,
   signGatewayRequest,
+  signWebhook,
   verifyGatewaySignature,
+  verifyWebhook,
   type SignedFields,
 } from '../../src/signing.js';
 
@@ -271,5 +276,125 @@ describe('gateway signature', () => {
       error: 'Unauthorized',
       details: 'Request did not come through the gateway',
     });
+  });
+});
+
+describe('Standard Webhooks signature (event deliveries)', () => {
+  const KEY = randomBytes(32);
+  const WHSEC = `whsec_${KEY.toString('base64')}`;
+  const body = '{"id":"evt_1","type":"key.revoked","timestamp":"2030-03-17T17:46:40Z","data":{"keyId":"k1"}}';
+  const headersAt = (t: number, id = 'evt_1', b = body, secret = WHSEC) => ({
+    'webhook-id': id,
+    'webhook-timestamp': String(t),
+    'webhook-signature': signWebhook(secret, { id, timestamp: t, body: b }),
+  });
+
+  test('the signature is v1,base64(HMAC-SHA256(key, id.timestamp.body)) with the key decoded from whsec_', () => {
+    const mac = createHmac('sha256', KEY).update(`evt_1.${NOW}.${body}`).digest('base64');
+    assert.equal(signWebhook(WHSEC, { id: 'evt_1', timestamp: NOW, body }), `v1,${mac}`);
+    assert.deepEqual(verifyWebhook(headersAt(NOW), body, { secret: WHSEC, now: NOW }), {
+      ok: true,
+      id: 'evt_1',
+      timestamp: NOW,
+    });
+  });
+
+  test('the reference implementation (standardwebhooks) and this one accept each other', () => {
+    const now = Math.floor(Date.now() / 1000);
+    const reference = new Webhook(WHSEC);
+    // Ours signed, theirs verifies (it throws on a bad signature).
+    assert.deepEqual(reference.verify(body, headersAt(now)), JSON.parse(body));
+    // Theirs signed, ours verifies; on a Fetch Headers object too.
+    const theirs = reference.sign('msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', new Date(now * 1000), body);
+    const h = new Headers({
+      'webhook-id': 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
+      'webhook-timestamp': String(now),
+      'webhook-signature': theirs,
+    });
+    assert.equal(verifyWebhook(h, body, { secret: WHSEC }).ok, true);
+  });
+
+  test('refuses a changed body, id or timestamp, another secret, an old or future timestamp', () => {
+    const h = headersAt(NOW);
+    const opts = { secret: WHSEC, now: NOW };
+    assert.deepEqual(verifyWebhook(h, body.replace('k1', 'k2'), opts), { ok: false, reason: 'mismatch' });
+    assert.deepEqual(verifyWebhook({ ...h, 'webhook-id': 'evt_2' }, body, opts), {
+      ok: false,
+      reason: 'mismatch',
+    });
+    assert.deepEqual(verifyWebhook({ ...h, 'webhook-timestamp': String(NOW + 1) }, body, opts), {
+      ok: false,
+      reason: 'mismatch',
+    });
+    const other = `whsec_${randomBytes(32).toString('base64')}`;
+    assert.deepEqual(verifyWebhook(h, body, { secret: other, now: NOW }), { ok: false, reason: 'mismatch' });
+    assert.deepEqual(verifyWebhook(h, body, { secret: WHSEC, now: NOW + 301 }), {
+      ok: false,
+      reason: 'expired',
+    });
+    assert.deepEqual(verifyWebhook(h, body, { secret: WHSEC, now: NOW - 301 }), {
+      ok: false,
+      reason: 'expired',
+    });
+    assert.equal(verifyWebhook(h, body, { secret: WHSEC, now: NOW + 300 }).ok, true);
+  });
+
+  test('any one of several signatures and secrets matches (zero-downtime secret rotation)', () => {
+    const old = `whsec_${randomBytes(24).toString('base64')}`;
+    const both = `${signWebhook(old, { id: 'evt_1', timestamp: NOW, body })} v1a,AAAA ${headersAt(NOW)['webhook-signature']}`;
+    const h = { ...headersAt(NOW), 'webhook-signature': both };
+    assert.equal(verifyWebhook(h, body, { secret: WHSEC, now: NOW }).ok, true);
+    assert.equal(
+      verifyWebhook(headersAt(NOW, 'evt_1', body, old), body, { secret: [WHSEC, old], now: NOW }).ok,
+      true,
+    );
+  });
+
+  test('missing or malformed headers are refused, never thrown', () => {
+    const h = headersAt(NOW);
+    const opts = { secret: WHSEC, now: NOW };
+    assert.deepEqual(verifyWebhook({ 'webhook-id': 'evt_1' }, body, opts), { ok: false, reason: 'missing' });
+    assert.deepEqual(verifyWebhook({ ...h, 'webhook-timestamp': '1e9' }, body, opts), {
+      ok: false,
+      reason: 'malformed',
+    });
+    assert.deepEqual(verifyWebhook({ ...h, 'webhook-id': 'a.b' }, body, opts), {
+      ok: false,
+      reason: 'malformed',
+    });
+    assert.deepEqual(verifyWebhook({ ...h, 'webhook-signature': 'v1,short' }, body, opts), {
+      ok: false,
+      reason: 'malformed',
+    });
+    assert.deepEqual(verifyWebhook({ ...h, 'webhook-id': ['a', 'b'] }, body, opts), {
+      ok: false,
+      reason: 'malformed',
+    });
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.string(), (id, ts, sig) => {
+        const r = verifyWebhook(
+          { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': sig },
+          body,
+          opts,
+        );
+        return r.ok === false;
+      }),
+    );
+  });
+
+  test('a short or malformed secret is a TypeError at the call, never a verdict', () => {
+    const short = `whsec_${randomBytes(16).toString('base64')}`;
+    assert.throws(() => signWebhook(short, { id: 'e', timestamp: NOW, body }), TypeError);
+    assert.throws(() => verifyWebhook(headersAt(NOW), body, { secret: 'whsec_' }), TypeError);
+    assert.throws(() => verifyWebhook(headersAt(NOW), body, { secret: 'whsec_not base64!' }), TypeError);
+    assert.throws(() => verifyWebhook(headersAt(NOW), body, { secret: [] }), TypeError);
+    assert.throws(() => signWebhook(WHSEC, { id: 'has.dot', timestamp: NOW, body }), TypeError);
+  });
+
+  test('generateWebhookSecret makes a whsec_ secret of 32 random bytes', () => {
+    const s = generateWebhookSecret();
+    assert.match(s, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.equal(Buffer.from(s.slice(6), 'base64').length, 32);
+    assert.notEqual(generateWebhookSecret(), s);
   });
 });

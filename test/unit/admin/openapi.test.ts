@@ -86,6 +86,12 @@ describe('the admin API OpenAPI document', () => {
       'post /admin/v1/keys/{keyId}/rotate': 'keys',
       'get /admin/v1/audit': 'read',
       'get /admin/v1/openapi.json': 'read',
+      'get /admin/v1/webhooks': 'read',
+      'get /admin/v1/webhooks/deliveries': 'read',
+      'post /admin/v1/webhooks/deliveries/{deliveryId}/retry': 'admin',
+      'get /admin/v1/companies/{id}/webhooks': 'read',
+      'post /admin/v1/companies/{id}/webhooks': 'admin',
+      'delete /admin/v1/companies/{id}/webhooks/{webhookId}': 'admin',
     });
     // The request schemas are the service's own: a strict body, its patterns and bounds.
     const create = doc.paths?.['/admin/v1/companies']?.post?.requestBody as {
