@@ -380,7 +380,8 @@ const WITHOUT_UNIT_TEST: Record<string, string> = {
   'events/admin.ts': 'the webhook routes: test/integration/webhooks.test.ts',
   'events/events.ts': 'the wiring: test/integration/webhooks.test.ts',
   'events/metrics.ts': 'its counters are read by test/integration/webhooks.test.ts',
-  'events/redis-store.ts': 'the events store contract: test/unit/events/store.test.ts, test/scale/events-cluster.test.ts',
+  'events/redis-store.ts':
+    'the events store contract: test/unit/events/store.test.ts, test/scale/events-cluster.test.ts',
   'events/schemas.ts': 'through the bus and the admin routes: test/unit/events/bus.test.ts, webhooks.test.ts',
   'events/send.ts': 'against real receivers: test/unit/events/dispatcher.test.ts, webhooks.test.ts',
   'events/types.ts': 'types only',
