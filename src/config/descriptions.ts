@@ -189,4 +189,25 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   metrics: 'Prometheus metrics on the admin port (docs/operations.md, "Metrics").',
   'metrics.companyLabel':
     'Label rate-limit metrics with company ids (unbounded cardinality: off by default).',
+
+  events: 'Events and signed webhooks (docs/events.md).',
+  'events.enabled': 'Emit events and deliver webhooks (per gateway and per company).',
+  'events.webhooks': 'The gateway’s own endpoints: every event they ask for, of every company (at most 16).',
+  'events.webhooks[].id':
+    'Names the endpoint in deliveries, logs and metrics; default `gw-` + a hash of the URL.',
+  'events.webhooks[].url':
+    'An http(s) receiver; credentials in it are sent as Basic authentication and masked wherever it is shown.',
+  'events.webhooks[].secret': 'Standard Webhooks secret: `whsec_` + base64 of 24–64 random bytes.',
+  'events.webhooks[].events': 'Event types it receives (`key.*`, `*`); default every event.',
+  'events.delivery': 'How deliveries are sent and retried.',
+  'events.delivery.timeoutMs':
+    'One attempt’s time limit, connection to status line (a late receiver counts as failed).',
+  'events.delivery.maxAttempts': 'Attempts before a delivery becomes a dead letter (the first included).',
+  'events.delivery.backoffMs': 'Delay before the second attempt; each further one doubles it, with jitter.',
+  'events.delivery.maxBackoffMs':
+    'The longest delay between two attempts (also caps a receiver’s Retry-After).',
+  'events.delivery.concurrency': 'Deliveries in flight at once per gateway process.',
+  'events.delivery.pollIntervalMs': 'How often each process looks for due deliveries.',
+  'events.scanIntervalMs':
+    'How often keys are scanned for expiring, rotation-due and grace-ending keys (one process per interval).',
 };
