@@ -1,0 +1,203 @@
+import { z } from 'zod';
+import { INSTANT_MESSAGE, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
+import { scopeListSchema, windowListSchema } from './limits.js';
+import { DISPLAY_TEXT_MESSAGE, isDisplayText } from './text.js';
+
+// One schema per field of a company or a key, for every way a value comes in: the admin API
+// (admin/schemas.ts), the CLI (through the admin service, and `keys generate`), `apply -f` and the
+// key file (store/file-store.ts `parseKeyFile`), the company dashboard, and the records the gateway
+// reads back from a store (auth/key-record.ts, checked once per cached record by the verifier).
+// A rule lives here once; entry points compose these schemas and never restate a pattern.
+
+/** Company and key ids: safe in URLs, headers, Redis key names and log lines. */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** A SHA-256 hex digest (the key file may write it `sha256:<hex>`, in any case). */
+export const HASH_PATTERN = /^[0-9a-f]{64}$/;
+/**
+ * A key's environment: 2-16 lowercase letters and digits, starting with a letter (`live`, `test`,
+ * `staging`). A pattern, not a closed list: it is the `<environment>` of the key format
+ * `nk_<environment>_...`, and `keys generate --environment` may name any.
+ */
+export const ENVIRONMENT_PATTERN = /^[a-z][a-z0-9]{1,15}$/;
+/** A rate-limit tier's name (the config's `rateLimit.tiers[].name`). */
+export const TIER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+/** Random characters of a key shown in its display prefix (`nk_live_AbC123`): 6 of its 32. */
+export const DISPLAY_PREFIX_RANDOM_CHARS = 6;
+/** The display prefix of a key of the gateway's format: `nk_<environment>_` and 6 base62 characters. */
+const KEY_DISPLAY_PREFIX = /^nk_([a-z][a-z0-9]{1,15})_[0-9A-Za-z]{6}$/;
+/**
+ * The display prefix of a key imported by hash from another system (`keys.acceptLegacyFormat`):
+ * its first 4 characters, printable ASCII without space or comma, never `nk_` (a legacy key never
+ * starts with it).
+ */
+const LEGACY_DISPLAY_PREFIX = /^(?!nk_)[\x21-\x2b\x2d-\x7e]{1,4}$/;
+
+/** A key of the gateway's format, in any case (the checksum covers the lowercase `nk_<env>_`). */
+const KEY_SHAPE = /nk_[a-z][a-z0-9]{1,15}_[0-9a-z]{38}/i;
+/** Runs of ASCII letters and digits long enough to be a secret: a key's body (38), a hash (64). */
+const LONG_RUN = /[A-Za-z0-9]{32,}/g;
+
+/**
+ * Whether `v` holds key material: a key of the gateway's format (any case), or a run of 32 or
+ * more ASCII letters and digits with both letters and digits in it (a key's secret body, a key
+ * hash, a token of another system). A key id, company id, name, label or prefix never needs one,
+ * and each of them reaches a log line, an audit entry or a header the upstream receives. Long
+ * words of letters only (`Donaudampfschifffahrtsgesellschaft`) pass.
+ *
+ * @example
+ * holdsKeyMaterial('acme backend'); // false
+ * holdsKeyMaterial('nk_live_' + 'x'.repeat(38)); // true
+ */
+export function holdsKeyMaterial(v: string): boolean {
+  if (KEY_SHAPE.test(v)) return true;
+  for (const run of v.match(LONG_RUN) ?? []) if (/[0-9]/.test(run) && /[A-Za-z]/.test(run)) return true;
+  return false;
+}
+
+/** The message of a value that holds key material. */
+export const KEY_MATERIAL_MESSAGE =
+  'must not contain an API key, a key hash or a key-like token (32 or more letters and digits in a row)';
+export const ID_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit';
+export const ENVIRONMENT_MESSAGE =
+  'must be 2-16 lowercase letters or digits, starting with a letter (live, test)';
+export const PREFIX_MESSAGE =
+  'must be the display prefix the key was made with: nk_<environment>_ and 6 letters or digits ' +
+  '(nk_live_AbC123), or up to 4 characters of a key imported by hash';
+export const TIER_NAME_MESSAGE = 'must be 1-32 lowercase letters, digits, "_" or "-"';
+
+const notKeyMaterial = (v: string) => !holdsKeyMaterial(v);
+
+/** A company id or a key id. */
+export const idSchema = z
+  .string()
+  .regex(ID_PATTERN, ID_MESSAGE)
+  .refine(notKeyMaterial, KEY_MATERIAL_MESSAGE)
+  .describe('1-64 letters, digits, ".", "_" or "-", starting with a letter or digit; no key material');
+
+/**
+ * Free text shown in lists, tables, logs and the console (a company's name, a key's label):
+ * trimmed, 1-200 characters, no key material, and the character rule of `isDisplayText`.
+ */
+export const displayTextSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .refine(notKeyMaterial, KEY_MATERIAL_MESSAGE)
+  .refine(isDisplayText, DISPLAY_TEXT_MESSAGE)
+  .describe(
+    'Trimmed, 1-200 characters, no API key or key-like token; no control characters (C0, DEL, C1), ' +
+      'no invisible format characters (bidi marks, overrides and isolates, zero-width characters, ' +
+      'BOM), no line or paragraph separator, no private-use or unassigned code point, no unpaired ' +
+      'surrogate; something visible, no combining mark first or more than 4 in a row',
+  );
+
+/** A company's name. */
+export const nameSchema = displayTextSchema;
+/** A key's label. */
+export const labelSchema = displayTextSchema;
+
+/** A key's environment (see `ENVIRONMENT_PATTERN`). */
+export const environmentSchema = z.string().regex(ENVIRONMENT_PATTERN, ENVIRONMENT_MESSAGE);
+
+/** A key's display prefix, shape only; `findPrefixProblem` checks it against the environment. */
+export const prefixSchema = z
+  .string()
+  .refine((v) => KEY_DISPLAY_PREFIX.test(v) || LEGACY_DISPLAY_PREFIX.test(v), PREFIX_MESSAGE);
+
+/** The environment a display prefix names (`nk_test_AbC123` → `test`); null for a legacy prefix. */
+export function environmentOfPrefix(prefix: string): string | null {
+  return KEY_DISPLAY_PREFIX.exec(prefix)?.[1] ?? null;
+}
+
+/**
+ * Why a display prefix and an environment do not belong to one key, or null: a prefix of the
+ * gateway's format names its environment (`nk_<environment>_`), which must be the record's. An
+ * empty prefix (unknown, a key file entry without one) and a legacy prefix agree with anything.
+ */
+export function findPrefixProblem(prefix: string, environment: string | null): string | null {
+  const named = environmentOfPrefix(prefix);
+  if (named === null || environment === null || named === environment) return null;
+  return `names environment ${named}, but the key's environment is ${environment}`;
+}
+
+/** A stored time: UTC `YYYY-MM-DDTHH:MM:SSZ` that names a real instant, as a string (never a date object). */
+export const timestampSchema = z
+  .string({ invalid_type_error: 'must be a string YYYY-MM-DDTHH:MM:SSZ (a YAML timestamp is not read)' })
+  .regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ')
+  // The shape is not enough: month 13, February 30, hour 24 or second 60 name no instant.
+  .refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE);
+
+/** A tier's name. Whether the config has it is the caller's check (`unknownTierMessage`). */
+export const tierNameSchema = z.string().regex(TIER_NAME_PATTERN, TIER_NAME_MESSAGE);
+
+/** The message of a tier the config does not have, listing the ones it has. */
+export function unknownTierMessage(tier: string, tiers: ReadonlySet<string>): string {
+  const shown =
+    TIER_NAME_PATTERN.test(tier) && !holdsKeyMaterial(tier) ? `"${tier}"` : '(a name that is not shown)';
+  return `${shown} is not a configured tier (${[...tiers].join(', ')})`;
+}
+
+/** A company's standing. */
+export const companyStatusSchema = z.enum(['active', 'pending', 'suspended']);
+
+/** A key's SHA-256 as stored: 64 lowercase hex digits. */
+export const hashSchema = z.string().regex(HASH_PATTERN, 'must be 64 lowercase hex digits (SHA-256)');
+
+/** Scopes (`null` = every route) and rate-limit windows (`null` = the tier's, or none for a key). */
+export { scopeListSchema as scopesSchema, windowListSchema as limitsSchema };
+
+/**
+ * A key record as a store holds it (`KeyRecord` of store/types.ts): every field by its rule. An
+ * empty `prefix` means "not known" (a key file entry may leave it out).
+ */
+export const keyRecordSchema = z
+  .object({
+    id: idSchema,
+    companyId: idSchema,
+    hash: hashSchema,
+    prefix: z.union([z.literal(''), prefixSchema]),
+    label: labelSchema.nullable(),
+    environment: environmentSchema.nullable(),
+    createdAt: timestampSchema,
+    expiresAt: timestampSchema.nullable(),
+    revokedAt: timestampSchema.nullable(),
+    lastUsedAt: timestampSchema.nullable(),
+    exposedAt: timestampSchema.nullable(),
+    rotatedTo: idSchema.nullable(),
+    scopes: scopeListSchema,
+    limits: windowListSchema.nullable(),
+  })
+  .strict()
+  .superRefine((k, ctx) => {
+    const problem = findPrefixProblem(k.prefix, k.environment);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['prefix'], message: problem });
+  });
+
+/** A company as a store holds it (`Company` of store/types.ts). */
+export const companyRecordSchema = z
+  .object({
+    id: idSchema,
+    name: nameSchema,
+    tier: tierNameSchema,
+    status: companyStatusSchema,
+    apiAccess: z.boolean(),
+    createdAt: timestampSchema,
+    updatedAt: timestampSchema,
+    scopes: scopeListSchema,
+    limits: windowListSchema.nullable(),
+  })
+  .strict();
+
+/**
+ * The fields of a stored record that break their rule (names only, never values: a value that
+ * breaks a rule may be a key), `[]` when it is sound.
+ *
+ * @example
+ * findRecordProblems(companyRecordSchema, company); // ['name']
+ */
+export function findRecordProblems(schema: z.ZodTypeAny, record: unknown): string[] {
+  const r = schema.safeParse(record);
+  if (r.success) return [];
+  return [...new Set(r.error.issues.map((i) => String(i.path[0] ?? '(record)')))];
+}
