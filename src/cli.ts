@@ -5,7 +5,7 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
-import { ENVIRONMENT_PATTERN, hashApiKey, KEY_LIKE_PATTERN } from './auth/api-key.js';
+import { hashApiKey } from './auth/api-key.js';
 import { createKeyRecord } from './auth/key-record.js';
 import { maskUrlCredentials, maskUrlsInText, redactConfig } from './redact.js';
 import { isoSeconds } from './time.js';
@@ -17,12 +17,14 @@ import {
   readStoreState,
   type ApplyFailure,
 } from './admin/apply.js';
+import { findMissingTiers, missingTierAdvice } from './admin/missing-tiers.js';
 import { AdminService, type AdminResult } from './admin/service.js';
 import { isLoopbackName } from './admin/router.js';
 import { loadConfig, type LoadResult } from './config/load.js';
 import { findStartupProblems } from './config/preflight.js';
 import type { GatewayConfig } from './config/schema.js';
-import { DISPLAY_TEXT_MESSAGE, escapeRefusedText, isDisplayText } from './config/text.js';
+import { environmentSchema, idSchema, labelSchema } from './config/fields.js';
+import { escapeRefusedText } from './config/text.js';
 import { createExampleBackend } from './demo/backend.js';
 import { runDemo } from './demo/run-demo.js';
 import { serveClusterMetrics } from './observability/cluster-metrics.js';
@@ -238,14 +240,39 @@ program
   .command('check')
   .description('validate the configuration (file + environment); lists every problem')
   .option('--json', 'print the effective configuration as JSON (secrets hidden)')
-  .action((o: { json?: boolean }) => {
+  .action(async (o: { json?: boolean }) => {
     const r = startableConfigOrExit(program.opts().config);
     const tracing = tracingSettings(process.env);
     if (!tracing.ok) fatal(`invalid configuration: ${tracing.problem}`, EXIT_USAGE);
+    const missing = await storedMissingTiers(r.config);
+    if (missing.length) invalidConfig(r.file, missing);
     // Printed from a redacted copy only: no branch below can reach a secret (INVARIANTS #12).
     const shown = redactConfig(r.config);
     process.stdout.write(o.json ? JSON.stringify(shown, null, 2) + '\n' : describeConfig(r.file, shown));
   });
+
+/**
+ * With the Redis store, the companies whose tier the config lacks (every one, by tier), as
+ * problems of `rateLimit.tiers`; none when Redis cannot be reached (said on stderr: the check is
+ * best effort, `serve` logs them too). The file store's own parser already refuses them.
+ */
+async function storedMissingTiers(config: Readonly<GatewayConfig>): Promise<string[]> {
+  if (config.store.type !== 'redis') return [];
+  const tiers = new Set(config.rateLimit.tiers.map((t) => t.name));
+  const { store } = await createStore(config, createLogger({ level: 'silent' }));
+  try {
+    const missing = await findMissingTiers(store, tiers);
+    return missing.map(
+      (m) =>
+        `rateLimit.tiers: has no tier "${m.tier}", which companies use: ${m.companies.join(', ')}; ${missingTierAdvice(tiers)}`,
+    );
+  } catch {
+    process.stderr.write("note: Redis could not be read; the companies' tiers were not checked\n");
+    return [];
+  } finally {
+    await store.close();
+  }
+}
 
 /** The text form of `config check`: what runs where, from an already redacted config. */
 function describeConfig(file: string, c: Readonly<GatewayConfig>): string {
@@ -640,18 +667,15 @@ keys
   .option('--label <label>')
   .option('--json')
   .action((o: { environment: string; id?: string; label?: string; json?: boolean }) => {
-    if (!ENVIRONMENT_PATTERN.test(o.environment))
-      fatal('--environment must be 2-16 lowercase letters or digits', EXIT_USAGE);
-    // What the key file will accept (the admin API's rules): the printed entry must load as is.
-    if (o.id !== undefined && (!ID_PATTERN.test(o.id) || KEY_LIKE_PATTERN.test(o.id)))
-      fatal(
-        '--id: must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit',
-        EXIT_USAGE,
-      );
-    if (o.label !== undefined) {
-      if (o.label.length > 200) fatal('--label: at most 200 characters', EXIT_USAGE);
-      if (KEY_LIKE_PATTERN.test(o.label)) fatal('--label: must not contain an API key', EXIT_USAGE);
-      if (!isDisplayText(o.label)) fatal(`--label: ${DISPLAY_TEXT_MESSAGE}`, EXIT_USAGE);
+    // What the key file will accept (config/fields.ts, the admin API's rules): the printed entry
+    // must load as is.
+    for (const [flag, schema, v] of [
+      ['--environment', environmentSchema, o.environment],
+      ['--id', idSchema, o.id],
+      ['--label', labelSchema, o.label],
+    ] as const) {
+      const r = v === undefined ? null : schema.safeParse(v);
+      if (r && !r.success) fatal(`${flag}: ${r.error.issues.map((i) => i.message).join('; ')}`, EXIT_USAGE);
     }
     // No company yet: the operator places the entry under its company in the key file.
     const { key, record } = createKeyRecord({
