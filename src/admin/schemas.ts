@@ -236,6 +236,7 @@ export const usageReportSchema = z
           allowed: z.number().int(),
           rateLimited: z.number().int(),
           scopeDenied: z.number().int(),
+          refused: z.number().int(),
           upstream2xx: z.number().int(),
           upstream4xx: z.number().int(),
           upstream5xx: z.number().int(),
