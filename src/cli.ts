@@ -375,20 +375,18 @@ function parseLimitsOption(v: string): { set: unknown } {
   return { set: windows };
 }
 
-/** What the file store puts where the key file says nothing (`createdAt` of companies). */
-const EPOCH = '1970-01-01T00:00:00Z';
-
 /**
  * What the CLI cannot see with the file store: it reads the key file in its own process, while
  * last use and audit events live in the running gateway's memory (never written to the file).
  */
 const FILE_NOTES = {
   companies:
-    'the key file records no creation or update time; createdAt/updatedAt show "-" (the admin API ' +
-    `answers ${EPOCH})`,
+    'the key file records no creation or update time of companies: createdAt/updatedAt are when ' +
+    'this command read the file (the running gateway answers when it first loaded them)',
   keys:
     "lastUsedAt is kept in the running gateway's memory, not in the key file: ask its admin API " +
-    '(GET /admin/v1/companies/<id>/keys on the admin port)',
+    '(GET /admin/v1/companies/<id>/keys on the admin port); a key without createdAt in the file ' +
+    'shows when it was first loaded',
   audit:
     'the audit trail is stored in Redis (store.type: redis); with the file store each event is a log ' +
     'line (msg "audit ...") and sits in the running gateway\'s memory until it stops ' +
@@ -406,8 +404,7 @@ function table(rows: object[], cols: string[]): string {
   const cells = rows.map((r) =>
     cols.map((c) => {
       const v = (r as Record<string, unknown>)[c];
-      // The epoch only comes from a key file that does not say: "not recorded", not 1970.
-      if (v === null || v === undefined || v === EPOCH) return '-';
+      if (v === null || v === undefined) return '-';
       if (Array.isArray(v)) return formatList(c, v);
       // Controls (ESC starts terminal escapes; CR and LF could forge rows), bidi and other invisible
       // format characters, unpaired surrogates: escaped (stored before the rule, or by another store).
@@ -643,8 +640,14 @@ keys
   );
 keys
   .command('rotate <keyId>')
-  .description('create a new key for the same company; the old key keeps working until revoked')
-  .option('--grace <seconds>', 'revoke the old key by itself after this many seconds', parseNonNegative)
+  .description(
+    'create a new key for the same company; the old key keeps working for the grace period (7 days), or until revoked',
+  )
+  .option(
+    '--grace <seconds>',
+    'the old key stops by itself after this many seconds (default 604800: 7 days; 0: at once)',
+    parseNonNegative,
+  )
   .option('--json')
   .action((keyId: string, o: { grace?: number; json?: boolean }) =>
     withService(
@@ -652,7 +655,7 @@ keys
       (k) =>
         `new key id: ${k.id} (replaces ${k.replaces})\nprefix:     ${k.prefix}\n\n${k.key}\n\nStore this key now: it is not shown again.\n` +
         (k.oldKeyRevokesAt
-          ? `The old key stops working at ${k.oldKeyRevokesAt}.\n`
+          ? `The old key stops working at ${k.oldKeyRevokesAt}; to stop it sooner: notify-gateway keys revoke ${k.replaces}\n`
           : `The old key keeps working until you revoke it: notify-gateway keys revoke ${k.replaces}\n`),
       !!o.json,
     ),
