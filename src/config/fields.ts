@@ -61,8 +61,8 @@ export const ID_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-", starti
 export const ENVIRONMENT_MESSAGE =
   'must be 2-16 lowercase letters or digits, starting with a letter (live, test)';
 export const PREFIX_MESSAGE =
-  'must be the display prefix the key was made with: nk_<environment>_ and 6 letters or digits ' +
-  '(nk_live_AbC123), or up to 4 characters of a key imported by hash';
+  'must be the display prefix the key was made with: nk_<environment>_ and 6 letters or digits, ' +
+  'or up to 4 characters of a key imported by hash';
 export const TIER_NAME_MESSAGE = 'must be 1-32 lowercase letters, digits, "_" or "-"';
 
 const notKeyMaterial = (v: string) => !holdsKeyMaterial(v);

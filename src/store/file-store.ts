@@ -116,8 +116,14 @@ export function parseKeyFile(
   knownRoutes?: readonly ScopeRoute[],
   createdAtOf?: CreatedAtDefault,
 ): FileParseResult {
-  // `schema: 'core'` holds even against a `%YAML 1.1` directive; unknown tags become warnings.
-  const doc = parseDocument(text, { strict: true, uniqueKeys: true, schema: 'core' });
+  // `schema: 'core'` holds even against a `%YAML 1.1` directive, and without the library's
+  // known tags (!!timestamp, !!binary, !!set...) an explicit tag of them is a warning, not a Date.
+  const doc = parseDocument(text, {
+    strict: true,
+    uniqueKeys: true,
+    schema: 'core',
+    resolveKnownTags: false,
+  });
   // Only the first line of a YAML error: the rest is an excerpt of the file.
   const problems = [...doc.errors, ...doc.warnings].map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`);
   let raw: unknown = null;
