@@ -39,10 +39,11 @@ const LONG_RUN = /[A-Za-z0-9]{32,}/g;
 
 /**
  * Whether `v` holds key material: a key of the gateway's format (any case), or a run of 32 or
- * more ASCII letters and digits with both letters and digits in it (a key's secret body, a key
- * hash, a token of another system). A key id, company id, name, label or prefix never needs one,
- * and each of them reaches a log line, an audit entry or a header the upstream receives. Long
- * words of letters only (`Donaudampfschifffahrtsgesellschaft`) pass.
+ * more ASCII letters and digits that holds a digit or a capital after a small letter (a key's
+ * secret body, a key hash, a token of another system: random base62 has both, almost always). A
+ * key id, company id, name, label or prefix never needs one, and each of them reaches a log line,
+ * an audit entry or a header the upstream receives. Long words (`Donaudampfschifffahrtsgesellschaft`)
+ * pass.
  *
  * @example
  * holdsKeyMaterial('acme backend'); // false
@@ -50,7 +51,7 @@ const LONG_RUN = /[A-Za-z0-9]{32,}/g;
  */
 export function holdsKeyMaterial(v: string): boolean {
   if (KEY_SHAPE.test(v)) return true;
-  for (const run of v.match(LONG_RUN) ?? []) if (/[0-9]/.test(run) && /[A-Za-z]/.test(run)) return true;
+  for (const run of v.match(LONG_RUN) ?? []) if (/[0-9]|[a-z][A-Z]/.test(run)) return true;
   return false;
 }
 
