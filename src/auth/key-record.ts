@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import {
-  companyRecordSchema,
-  findRecordProblems,
+  findCompanyRecordProblems,
+  findKeyRecordProblems as findProblems,
   holdsKeyMaterial,
   ID_PATTERN,
-  keyRecordSchema,
 } from '../config/fields.js';
 import type { Company, KeyRecord } from '../store/types.js';
 import { displayPrefixOf, generateApiKey, hashApiKey } from './api-key.js';
@@ -75,12 +74,12 @@ export function createKeyRecord(input: NewKeyInput): NewKey {
  * findKeyRecordProblems({ ...record, id: key }); // ['id']
  */
 export function findKeyRecordProblems(record: KeyRecord): string[] {
-  return findRecordProblems(keyRecordSchema, record);
+  return findProblems(record);
 }
 
 /** The same for a company record (its id goes into `X-Company-Id` and log lines). */
 export function findCompanyProblems(company: Company): string[] {
-  return findRecordProblems(companyRecordSchema, company);
+  return findCompanyRecordProblems(company);
 }
 
 /**

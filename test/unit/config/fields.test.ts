@@ -2,19 +2,23 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { displayPrefixOf, generateApiKey, hashApiKey } from '../../../src/auth/api-key.js';
+import type { z } from 'zod';
 import {
-  companyRecordSchema,
   environmentOfPrefix,
+  environmentSchema,
+  findCompanyRecordProblems,
+  findKeyRecordProblems,
   findPrefixProblem,
-  findRecordProblems,
   holdsKeyMaterial,
   idSchema,
-  keyRecordSchema,
   labelSchema,
+  nameSchema,
   prefixSchema,
+  tierNameSchema,
   timestampSchema,
   unknownTierMessage,
 } from '../../../src/config/fields.js';
+import { FIELD_CASES } from '../../helpers/field-cases.js';
 
 const env = fc.stringMatching(/^[a-z][a-z0-9]{1,15}$/);
 
@@ -116,10 +120,10 @@ test('record schemas: the fields that break a rule, by name only', () => {
     scopes: null,
     limits: null,
   };
-  assert.deepEqual(findRecordProblems(keyRecordSchema, rec), []);
-  assert.deepEqual(findRecordProblems(keyRecordSchema, { ...rec, prefix: '' }), [], 'unknown prefix');
+  assert.deepEqual(findKeyRecordProblems(rec), []);
+  assert.deepEqual(findKeyRecordProblems({ ...rec, prefix: '' }), [], 'unknown prefix');
   assert.deepEqual(
-    findRecordProblems(keyRecordSchema, { ...rec, id: key, label: key, environment: 'test', createdAt: '' }),
+    findKeyRecordProblems({ ...rec, id: key, label: key, environment: 'test', createdAt: '' }),
     ['id', 'label', 'createdAt', 'prefix'],
   );
   const company = {
@@ -133,14 +137,85 @@ test('record schemas: the fields that break a rule, by name only', () => {
     scopes: null,
     limits: null,
   };
-  assert.deepEqual(findRecordProblems(companyRecordSchema, company), []);
-  assert.deepEqual(findRecordProblems(companyRecordSchema, { ...company, tier: key, name: '' }), [
-    'name',
-    'tier',
-  ]);
+  assert.deepEqual(findCompanyRecordProblems(company), []);
+  assert.deepEqual(findCompanyRecordProblems({ ...company, tier: key, name: '' }), ['name', 'tier']);
   assert.equal(unknownTierMessage('gold', new Set(['free'])), '"gold" is not a configured tier (free)');
   assert.equal(
     unknownTierMessage('a1'.repeat(16), new Set(['free'])),
     '(a name that is not shown) is not a configured tier (free)',
   );
+});
+
+test('the record checks (predicates, for records read back) agree with the input schemas, value by value', () => {
+  const key = generateApiKey('live');
+  const at = '2026-01-01T00:00:00Z';
+  const rec = {
+    id: 'k1',
+    companyId: 'acme',
+    hash: hashApiKey(key),
+    prefix: '',
+    label: null,
+    environment: null,
+    createdAt: at,
+    expiresAt: null,
+    revokedAt: null,
+    lastUsedAt: null,
+    exposedAt: null,
+    rotatedTo: null,
+    scopes: null,
+    limits: null,
+  };
+  const company = {
+    id: 'acme',
+    name: 'Acme',
+    tier: 'free',
+    status: 'active',
+    apiAccess: true,
+    createdAt: at,
+    updatedAt: at,
+  };
+  const keyFields: [string, z.ZodTypeAny][] = [
+    ['id', idSchema],
+    ['companyId', idSchema],
+    ['rotatedTo', idSchema],
+    ['label', labelSchema],
+    ['prefix', prefixSchema],
+    ['environment', environmentSchema],
+    ['createdAt', timestampSchema],
+    ['expiresAt', timestampSchema],
+    ['revokedAt', timestampSchema],
+  ];
+  const companyFields: [string, z.ZodTypeAny][] = [
+    ['id', idSchema],
+    ['name', nameSchema],
+    ['tier', tierNameSchema],
+    ['createdAt', timestampSchema],
+  ];
+  const values: unknown[] = [
+    ...FIELD_CASES.map((c) => c.value),
+    'acme',
+    ' Acme ',
+    'Zürich 東京',
+    'live',
+    'nk_live_AbC123',
+    'sk_l',
+    '2026-01-01T00:00:00Z',
+    '',
+    '   ',
+    'a\u202eb',
+    7,
+    true,
+    new Date(),
+  ];
+  for (const v of values) {
+    for (const [f, schema] of keyFields) {
+      if (f === 'prefix' && v === '') continue; // a stored empty prefix means "not known"
+      const bad = findKeyRecordProblems({ ...rec, [f]: v }).includes(f);
+      assert.equal(!bad, schema.safeParse(v).success, `key ${f} = ${JSON.stringify(v)}`);
+    }
+    for (const [f, schema] of companyFields) {
+      const bad = findCompanyRecordProblems({ ...company, [f]: v }).includes(f);
+      assert.equal(!bad, schema.safeParse(v).success, `company ${f} = ${JSON.stringify(v)}`);
+    }
+  }
 });
