@@ -81,6 +81,11 @@ export const ERRORS = {
     error: 'Service Unavailable',
     details: 'Rate limiter is unavailable; retry shortly',
   },
+  TIER_NOT_CONFIGURED: {
+    status: 503,
+    error: 'Service Unavailable',
+    details: "The company's rate-limit tier is not configured on this gateway; the operator must fix it",
+  },
   UPSTREAM_TIMEOUT: {
     status: 504,
     error: 'Gateway Timeout',

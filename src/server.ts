@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
+import { findMissingTiers, missingTierAdvice } from './admin/missing-tiers.js';
 import { AdminService } from './admin/service.js';
 import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
@@ -193,7 +194,8 @@ export async function startGateway(
     service.audit(e),
   );
   const limiter = createLimiter(config, limiterRedis.client, metrics, events?.onWindowUse);
-  const verifier = createVerifier(config, store, metrics);
+  const verifier = createVerifier(config, store, metrics, logger);
+  void reportMissingTiers(config, store, logger);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger, events?.bus);
   const ready = createReadinessCheck({
@@ -206,9 +208,7 @@ export async function startGateway(
     config,
     verifier,
     limiter,
-    authFailures: config.rateLimit.authFailures.enabled
-      ? new AuthFailureLimiter(config.rateLimit.authFailures)
-      : null,
+    authFailures: createAuthFailures(config),
     logger,
     metrics,
     ready,
@@ -249,6 +249,12 @@ export async function startGateway(
   });
   const flushTraces = () => tracing.forceFlush();
   return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events, close };
+}
+
+/** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
+function createAuthFailures(config: Readonly<GatewayConfig>): AuthFailureLimiter | null {
+  const c = config.rateLimit.authFailures;
+  return c.enabled ? new AuthFailureLimiter(c) : null;
 }
 
 /**
@@ -446,8 +452,10 @@ function createVerifier(
   config: Readonly<GatewayConfig>,
   store: KeyStore,
   metrics: GatewayMetrics,
+  logger: Logger,
 ): KeyVerifier {
   const cacheBy = childCache(metrics.cache);
+  const tiers = new Set(config.rateLimit.tiers.map((t) => t.name));
   return new KeyVerifier({
     store,
     maxEntries: config.cache.maxEntries,
@@ -459,7 +467,41 @@ function createVerifier(
     lastUsedIntervalMs: config.keys.lastUsedIntervalMs,
     onCache: (kind, result) => cacheBy(kind, result).inc(),
     onStoreError: (op) => metrics.storeErrors.inc({ op }),
+    tiers,
+    onRecordRefused: (r) =>
+      r.reason === 'tier_missing'
+        ? logger.error(
+            { companyId: r.companyId, tier: r.tier },
+            `company ${r.companyId ?? '(id not shown)'} is on tier "${r.tier ?? ''}", which rateLimit.tiers does not have; ${missingTierAdvice(tiers)}`,
+          )
+        : logger.error(
+            { record: r.kind, keyId: r.keyId, companyId: r.companyId, fields: r.fields },
+            `stored ${r.kind} record breaks the field rules (${r.fields.join(', ')}); its requests are refused (401) until the record is fixed`,
+          ),
   });
+}
+
+/**
+ * At start: names every company whose tier the config lacks (their requests would get 503
+ * `TIER_NOT_CONFIGURED`), one error line per tier with up to 100 ids (`config check` lists all).
+ * The gateway starts anyway: the other companies are served, and the store may not be readable
+ * yet (a warning says so).
+ */
+async function reportMissingTiers(
+  config: Readonly<GatewayConfig>,
+  store: KeyStore,
+  logger: Logger,
+): Promise<void> {
+  const tiers = new Set(config.rateLimit.tiers.map((t) => t.name));
+  try {
+    for (const m of await findMissingTiers(store, tiers))
+      logger.error(
+        { tier: m.tier, companies: m.companies.slice(0, 100), count: m.companies.length },
+        `${m.companies.length} compan${m.companies.length === 1 ? 'y is' : 'ies are'} on tier "${m.tier}", which rateLimit.tiers does not have; ${missingTierAdvice(tiers)}`,
+      );
+  } catch (err) {
+    logger.warn({ error: safeMessage(err) }, 'could not read the companies to check their tiers');
+  }
 }
 
 /**

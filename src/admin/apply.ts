@@ -328,7 +328,8 @@ export type ApplyFileResult =
 
 /**
  * `notify-gateway apply`: parses `text` with the file store's own parser (same format, same
- * checks), refuses a file that declares more active keys for a company than the cap, plans
+ * checks), refuses a file that declares more active keys for a company than the cap (keys whose
+ * revocation is scheduled are on their way out and do not count), plans
  * against the store, and unless `dryRun` runs the plan. Bad input changes nothing.
  */
 export async function applyKeyFile(
@@ -348,7 +349,11 @@ export async function applyKeyFile(
   const problems: string[] = [];
   if (opts.maxActiveKeys > 0) {
     for (const c of parsed.companies) {
-      const active = parsed.keys.filter((k) => k.companyId === c.id && isKeyActive(k, now)).length;
+      // A key whose revocation is scheduled is on its way out (a rotation's grace period, as
+      // `export` writes it): it does not count, as under the store's cap.
+      const active = parsed.keys.filter(
+        (k) => k.companyId === c.id && isKeyActive(k, now) && k.revokedAt === null,
+      ).length;
       if (active > opts.maxActiveKeys)
         problems.push(
           `company ${c.id}: ${active} active keys, over keys.maxActiveKeys (${opts.maxActiveKeys})`,

@@ -1,7 +1,16 @@
 import { z } from 'zod';
-import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
-import { scopeListSchema, windowListSchema } from '../config/limits.js';
-import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
+import {
+  companyStatusSchema,
+  environmentSchema,
+  holdsKeyMaterial,
+  idSchema,
+  labelSchema,
+  limitsSchema,
+  nameSchema,
+  scopesSchema,
+  tierNameSchema,
+  timestampSchema,
+} from '../config/fields.js';
 import type { ErrorCode } from '../errors.js';
 import {
   companyWebhookCreateSchema,
@@ -11,69 +20,49 @@ import {
   webhookViewSchema,
 } from '../events/schemas.js';
 import { requiredRole, type AdminRole } from './roles.js';
-import { ID_PATTERN } from '../store/types.js';
-import { INSTANT_MESSAGE, parseInstant, TIMESTAMP_PATTERN } from '../time.js';
+import { TIMESTAMP_PATTERN } from '../time.js';
 
 // The admin API's one source of truth: the schemas that validate its requests (AdminService), the
 // shapes of its answers, and the table of its operations. The OpenAPI document (openapi.ts) is
-// generated from this module, and the test suite checks every admin answer against it.
+// generated from this module, and the test suite checks every admin answer against it. Each field
+// comes from config/fields.ts, the one rule per field that the CLI, `apply`, the key file and the
+// company dashboard use too.
 
 // ---- requests
 
-const timestamp = z
-  .string()
-  .regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SSZ')
-  // The shape is not enough: month 13, February 30, hour 24 or second 60 name no instant.
-  .refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE);
-// An API key pasted into the wrong field must not be stored, listed, audited or echoed.
-const NOT_A_KEY = 'must not contain an API key';
-const isKeyFree = (v: string) => !KEY_LIKE_PATTERN.test(v);
-const ID_MESSAGE = 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit';
-const idSchema = z.string().regex(ID_PATTERN, ID_MESSAGE).refine(isKeyFree, NOT_A_KEY);
+const companyStatus = companyStatusSchema;
+
 /**
- * Free text (names, labels): trimmed, 1-200 characters, never holding a key, and no control,
- * invisible format, unassigned or unpaired surrogate character, something visible, no stacked
- * combining marks (`isDisplayText`; the key file has the same rule).
+ * How long the old key keeps working after a rotation when the body gives no grace period: 7
+ * days. Every rotation schedules the old key's revocation, so the old key leaves the active-key
+ * cap at once and the cap holds again when the grace period ends (see `rotateKey`).
  */
-const textSchema = z
-  .string()
-  .trim()
-  .min(1)
-  .max(200)
-  .refine(isKeyFree, NOT_A_KEY)
-  .refine(isDisplayText, DISPLAY_TEXT_MESSAGE)
-  .describe(
-    'Trimmed, 1-200 characters, no API key; no control characters (C0, DEL, C1), no invisible ' +
-      'format characters (bidi marks, overrides and isolates, zero-width characters, BOM), no line ' +
-      'or paragraph separator, no private-use or unassigned code point, no unpaired surrogate; ' +
-      'something visible, no combining mark first or more than 4 in a row (400 naming the field)',
-  );
-const companyStatus = z.enum(['active', 'pending', 'suspended']);
+export const DEFAULT_ROTATION_GRACE_SECONDS = 7 * 86_400;
 
 /** `POST /admin/v1/companies`. */
 export const companyCreateSchema = z
   .object({
     id: idSchema,
-    name: textSchema.optional(),
-    tier: z.string().min(1).max(32).default('free'),
+    name: nameSchema.optional(),
+    tier: tierNameSchema.default('free'),
     status: companyStatus.default('active'),
     apiAccess: z.boolean().default(true),
     /** Routes its keys may call; null or absent = every route. */
-    scopes: scopeListSchema.optional(),
+    scopes: scopesSchema.optional(),
     /** Its own windows; null or absent = its tier's. */
-    limits: windowListSchema.nullable().optional(),
+    limits: limitsSchema.nullable().optional(),
   })
   .strict();
 
 /** `PATCH /admin/v1/companies/:id`: at least one field. */
 export const companyPatchSchema = z
   .object({
-    name: textSchema.optional(),
-    tier: z.string().min(1).max(32).optional(),
+    name: nameSchema.optional(),
+    tier: tierNameSchema.optional(),
     status: companyStatus.optional(),
     apiAccess: z.boolean().optional(),
-    scopes: scopeListSchema.optional(),
-    limits: windowListSchema.nullable().optional(),
+    scopes: scopesSchema.optional(),
+    limits: limitsSchema.nullable().optional(),
   })
   .strict()
   .refine(
@@ -84,8 +73,8 @@ export const companyPatchSchema = z
 /** `PATCH /admin/v1/keys/:keyId`: the key's own scopes (narrower only) and windows. */
 export const keyPatchSchema = z
   .object({
-    scopes: scopeListSchema.optional(),
-    limits: windowListSchema.nullable().optional(),
+    scopes: scopesSchema.optional(),
+    limits: limitsSchema.nullable().optional(),
   })
   .strict()
   .refine((p) => Object.keys(p).length > 0, 'at least one of scopes, limits is required');
@@ -93,26 +82,23 @@ export const keyPatchSchema = z
 /** `POST /admin/v1/companies/:id/keys` (the body may be absent). */
 export const keyCreateSchema = z
   .object({
-    label: textSchema.optional(),
-    environment: z
-      .string()
-      .regex(ENVIRONMENT_PATTERN, 'must be 2-16 lowercase letters or digits, e.g. live or test')
-      .default('live'),
-    expiresAt: timestamp.optional(),
+    label: labelSchema.optional(),
+    environment: environmentSchema.default('live'),
+    expiresAt: timestampSchema.optional(),
   })
   .strict();
 
 /** `POST /admin/v1/keys/:keyId/rotate` (the body may be absent). */
 export const keyRotateSchema = z
   .object({
-    /** Seconds the old key keeps working; absent = until revoked by hand. */
+    /** Seconds the old key keeps working (0: revoked at once); absent = 7 days. */
     gracePeriodSeconds: z
       .number()
       .int()
       .min(0)
       .max(90 * 86_400)
-      .optional(),
-    label: textSchema.optional(),
+      .default(DEFAULT_ROTATION_GRACE_SECONDS),
+    label: labelSchema.optional(),
   })
   .strict();
 
@@ -122,7 +108,7 @@ export const keyRotateSchema = z
  */
 export const auditQuerySchema = z.object({
   limit: z.coerce.number().int().optional(),
-  companyId: z.string().regex(ID_PATTERN, ID_MESSAGE).optional(),
+  companyId: idSchema.optional(),
 });
 
 // ---- answers (strict: a field the document does not name, such as a key hash, fails the check)
@@ -143,9 +129,9 @@ export const companySchema = z
     status: companyStatus,
     apiAccess: z.boolean(),
     /** Routes its keys may call; null = every route. */
-    scopes: scopeListSchema,
+    scopes: scopesSchema,
     /** Its own windows; null = its tier's. */
-    limits: windowListSchema.nullable(),
+    limits: limitsSchema.nullable(),
     createdAt: instant,
     updatedAt: instant,
   })
@@ -167,9 +153,9 @@ export const keyViewSchema = z
     exposedAt: instant.nullable(),
     rotatedTo: z.string().nullable(),
     /** The key's own scopes (narrowing its company's); null = the company's. */
-    scopes: scopeListSchema,
+    scopes: scopesSchema,
     /** The key's own windows (on top of its company's); null = none. */
-    limits: windowListSchema.nullable(),
+    limits: limitsSchema.nullable(),
     /** Older than the rotation age (default 90 days). */
     rotationDue: z.boolean(),
   })
@@ -233,7 +219,7 @@ export function findQueryProblems(query: Record<string, unknown>, declared: read
 }
 
 function isShownName(name: string): boolean {
-  return /^[A-Za-z0-9_.-]{1,32}$/.test(name) && !KEY_LIKE_PATTERN.test(name);
+  return /^[A-Za-z0-9_.-]{1,32}$/.test(name) && !holdsKeyMaterial(name);
 }
 
 /** `GET /admin/v1/companies/:id/usage` query (rules in src/usage/query.ts: 400 naming the parameter). */
@@ -257,6 +243,7 @@ export const usageReportSchema = z
           allowed: z.number().int(),
           rateLimited: z.number().int(),
           scopeDenied: z.number().int(),
+          refused: z.number().int(),
           upstream2xx: z.number().int(),
           upstream4xx: z.number().int(),
           upstream5xx: z.number().int(),

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { createKeyRecord } from '../auth/key-record.js';
+import { holdsKeyMaterial, unknownTierMessage } from '../config/fields.js';
 import { findScopeProblems, type ScopeRoute } from '../config/limits.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import type { EventSink } from '../events/types.js';
@@ -9,15 +9,15 @@ import {
   ID_PATTERN,
   isKeyActive,
   isStoreOutage,
+  ROTATION_HOLD_MS,
   StoreReadOnlyError,
   type AuditEntry,
   type Company,
   type Invalidation,
-  type KeyPatch,
   type KeyRecord,
   type KeyStore,
 } from '../store/types.js';
-import { isoSeconds } from '../time.js';
+import { isoSeconds, parseInstant } from '../time.js';
 import {
   companyCreateSchema,
   companyPatchSchema,
@@ -205,13 +205,14 @@ export class AdminService {
     if (parsed.value.expiresAt && hasPassed(parsed.value.expiresAt, this.now())) {
       return fail('ADMIN_INVALID_REQUEST', 'expiresAt: must be in the future');
     }
-    const created = await this.insertKey(
+    const { key, record } = createKeyRecord({
       companyId,
-      parsed.value.environment,
-      parsed.value.label ?? null,
-      parsed.value.expiresAt ?? null,
-      actor,
-    );
+      environment: parsed.value.environment,
+      label: parsed.value.label ?? null,
+      expiresAt: parsed.value.expiresAt ?? null,
+      createdAt: isoSeconds(this.now()),
+    });
+    const created = await this.storeKey(record, key, actor);
     if (!created.ok) return created;
     await this.audit({
       event: 'key.created',
@@ -290,19 +291,24 @@ export class AdminService {
   }
 
   /**
-   * A new key for the same company; the old one keeps working until revoked (or until the grace
-   * period ends). The old key's revocation can only move earlier: when it was revoked while the
-   * rotation ran, the new key stays and `oldKeyRevokesAt` reports the real, earlier time.
+   * A new key for the same company. The old key keeps working for the grace period
+   * (`gracePeriodSeconds`, 7 days when absent, 0 = revoked at once), or until revoked sooner;
+   * every rotation schedules its revocation. From the rotation on, the old key is on its way out:
+   * it no longer counts against `keys.maxActiveKeys`, its place passes to the new key (so rotation
+   * works at the cap), and once every grace period has ended the cap holds again. A key is
+   * rotated once: a second rotation answers 409 naming its successor (rotate that one), unless
+   * that successor no longer works.
    *
-   * The new key takes over everything that restricts the old one: company, environment, expiry,
-   * scopes and limits (the body cannot change any of them; only the label). Not carried: the old
-   * key's `revokedAt` (its retirement, which this rotation schedules), `exposedAt` and
-   * `lastUsedAt` (facts about the old material), `rotatedTo`. The scopes, limits and expiry are
-   * taken from the same atomic store write that sets the old key's `rotatedTo`; after it the
-   * store refuses to change the old key's scopes and limits (a PATCH answers 409), so the new key
-   * is never wider than the old key's final restrictions. The new key is stored first with what
-   * the first read saw, and corrected before its plaintext leaves this method: until then nobody
-   * can present it.
+   * The steps, each one atomic store write: (1) the claim, on the old key: `rotatedTo` (only if
+   * nobody claimed it meanwhile) and its revocation, at the end of the grace period but at least
+   * `ROTATION_HOLD_MS` away (min(stored, that): a DELETE that won the race stays in force); (2) the
+   * new key, with the restrictions the claim saw, in the old key's place under the cap; (3) for a
+   * grace period shorter than the hold, the old key's revocation brought forward to its end. After
+   * (1) the store refuses to change the old key's scopes and limits (a PATCH answers 409), so the
+   * new key takes over exactly its final restrictions: company, environment, expiry, scopes and
+   * limits (the body can change none of them, only the label). Not carried: `revokedAt`,
+   * `exposedAt`, `lastUsedAt`, `rotatedTo`. When (2) fails the claim is given back (the scheduled
+   * revocation stays: it is final), so the rotation can be made again.
    */
   async rotateKey(
     keyId: string,
@@ -316,33 +322,41 @@ export class AdminService {
     const now = this.now();
     if (!isKeyActive(old, now))
       return fail('ADMIN_KEY_INACTIVE', `key ${keyId} is no longer active; create a new key instead`);
-    const created = await this.insertKey(
-      old.companyId,
-      old.environment ?? 'live',
-      parsed.value.label ?? old.label,
-      old.expiresAt,
-      actor,
-      { scopes: old.scopes, limits: old.limits },
-    );
-    if (!created.ok) return created;
-    const grace = parsed.value.gracePeriodSeconds;
-    // Stored with one-second precision: round up, so a grace period never ends earlier than asked;
-    // no grace period means now (rounded down, like a revocation), not up to a second later.
-    const revokesAt =
-      grace === undefined
-        ? null
-        : isoSeconds(grace === 0 ? now : Math.ceil((now + grace * 1000) / 1000) * 1000);
-    const patch: KeyPatch = { rotatedTo: created.value.id };
-    if (revokesAt) patch.revokedAt = revokesAt;
-    // Atomic per key, and min(stored, revokesAt): a DELETE that won the race stays in force.
-    const updated = await this.opts.store.updateKey(keyId, patch).catch((err: unknown) => {
-      // The new key was stored but its plaintext is never delivered (the answer is an error).
-      if (isStoreOutage(err)) this.reconcileLater(this.undelivered(created.value.id, old.hash, actor, false));
+    const rotated = await this.rotatedAlready(old, now);
+    if (rotated) return rotated;
+    const { key, record } = createKeyRecord({
+      companyId: old.companyId,
+      environment: old.environment ?? 'live',
+      label: parsed.value.label ?? old.label,
+      expiresAt: old.expiresAt,
+      createdAt: isoSeconds(now),
+    });
+    const ends = revocationAt(now, parsed.value.gracePeriodSeconds);
+    const held = isoSeconds(Math.max(Date.parse(ends), Math.ceil((now + ROTATION_HOLD_MS) / 1000) * 1000));
+    const claim = await this.claimRotation(old, record.id, held, actor);
+    if (!claim.ok) return claim;
+    const committed = claim.value;
+    if (!committed) return notFound('key', keyId);
+    if (committed.rotatedTo !== record.id) return this.alreadyRotated(committed);
+    // What the claim froze: the new key is never wider than the old key's final restrictions.
+    record.scopes = committed.scopes;
+    record.limits = committed.limits;
+    record.expiresAt = committed.expiresAt;
+    const giveBack = () => this.giveBackClaim(old, record.id);
+    const created = await this.storeKey(record, key, actor, keyId).catch(async (err: unknown) => {
+      await giveBack();
       throw err;
     });
-    if (updated) await this.handOver(updated, old, created.value, actor);
-    const oldKeyRevokesAt = updated ? updated.revokedAt : revokesAt;
-    await this.opts.store.publish({ kind: 'key', hash: old.hash });
+    if (!created.ok) {
+      await giveBack();
+      return created;
+    }
+    const oldKeyRevokesAt = await this.bringForward(committed, ends).catch((err: unknown) => {
+      // The old key's change did not reach every instance: the answer is an error, so the new
+      // key is never delivered and is revoked in the background.
+      this.reconcileLater(this.undelivered(record.id, record.hash, actor, false));
+      throw err;
+    });
     await this.audit({
       event: 'key.rotated',
       companyId: old.companyId,
@@ -366,42 +380,86 @@ export class AdminService {
   }
 
   /**
-   * When a PATCH landed on the old key between the rotation's first read (`stored`, what the new
-   * key was created with) and its atomic write of `rotatedTo` (`committed`): give the new key what
-   * that write saw (scopes, limits, an earlier expiry). After that write the old key's
-   * restrictions no longer change, so this is the final state. Fails closed: when the new key
-   * cannot take it (a store outage, or the new key was rotated in the meantime), the new key is
-   * revoked and never delivered.
+   * 409 when `old` was rotated already and its successor works (rotate that one instead) or is
+   * still being stored; null when the rotation may go on (never rotated, or its successor no
+   * longer works).
    */
-  private async handOver(
-    committed: KeyRecord,
-    stored: KeyRecord,
-    created: CreatedKey,
+  private async rotatedAlready(old: KeyRecord, now: number): Promise<AdminFailure | null> {
+    if (old.rotatedTo === null) return null;
+    const successor = await this.opts.store.getKey(old.rotatedTo);
+    if (successor && !isKeyActive(successor, now)) return null;
+    return this.alreadyRotated(old, successor === null);
+  }
+
+  private alreadyRotated(old: KeyRecord, pending = false): AdminFailure {
+    const to = old.rotatedTo ?? 'another key';
+    return fail(
+      'ADMIN_KEY_INACTIVE',
+      pending
+        ? `key ${old.id} is being rotated to ${to} by another request; list the keys again in a minute`
+        : `key ${old.id} was rotated to ${to}${old.revokedAt ? `, and stops working at ${old.revokedAt}` : ''}; rotate ${to} instead`,
+    );
+  }
+
+  /**
+   * Step (1) of a rotation: claims the old key for `newId` and schedules its revocation at
+   * `revokedAt`, in one atomic write; the record right after it (its `rotatedTo` is someone
+   * else's when the claim lost). A claim that lands after a store outage has no new key behind
+   * it: it is audited, given back and published when it shows up.
+   */
+  private async claimRotation(
+    old: KeyRecord,
+    newId: string,
+    revokedAt: string,
     actor: string,
-  ): Promise<void> {
-    const restrictions = (k: KeyRecord) => JSON.stringify([k.scopes, k.limits, k.expiresAt]);
-    if (restrictions(committed) === restrictions(stored)) return;
-    const patch: KeyPatch = { scopes: committed.scopes, limits: committed.limits };
-    if (committed.expiresAt) patch.expiresAt = committed.expiresAt;
-    const fixed = await this.opts.store.updateKey(created.id, patch).catch((err: unknown) => {
-      if (isStoreOutage(err)) this.reconcileLater(this.undelivered(created.id, stored.hash, actor, false));
-      throw err;
-    });
-    if (fixed && restrictions(fixed) === restrictions(committed)) {
-      await this.opts.store.publish({ kind: 'key', hash: fixed.hash });
-      return;
+  ): Promise<AdminResult<KeyRecord | null>> {
+    return this.write(
+      () => this.opts.store.updateKey(old.id, { rotation: { to: newId, from: old.rotatedTo }, revokedAt }),
+      () => ({
+        invalidation: { kind: 'key', hash: old.hash },
+        settle: async () => {
+          const k = await this.opts.store.getKey(old.id);
+          if (!k || k.rotatedTo === old.rotatedTo) return false;
+          if (k.rotatedTo === newId) {
+            await this.audit({
+              event: 'key.rotated',
+              companyId: k.companyId,
+              keyId: k.id,
+              keyPrefix: k.prefix,
+              actor,
+              details: { newKeyId: newId, oldKeyRevokesAt: k.revokedAt, late: true, newKeyStored: false },
+            });
+            await this.giveBackClaim(k, newId);
+          }
+          await this.opts.store.publish({ kind: 'key', hash: k.hash });
+          return true;
+        },
+      }),
+    );
+  }
+
+  /** Gives a rotation's claim on `old` back (best effort: a failure leaves it to the next rotation's 409). */
+  private async giveBackClaim(old: KeyRecord, newId: string): Promise<void> {
+    await this.opts.store
+      .updateKey(old.id, { rotation: { to: old.rotatedTo === newId ? null : old.rotatedTo, from: newId } })
+      .then(() => this.opts.store.publish({ kind: 'key', hash: old.hash }))
+      .catch(() => undefined);
+  }
+
+  /**
+   * Step (3): the old key's revocation at the end of a grace period shorter than the claim's hold.
+   * Answers when the old key really stops working (the claim's time if this write fails: the old
+   * key still stops, a minute later). Then publishes the old key (rejects when that fails: a
+   * revocation must reach every instance).
+   */
+  private async bringForward(committed: KeyRecord, ends: string): Promise<string | null> {
+    let at = committed.revokedAt;
+    if (at !== null && (parseInstant(ends) ?? 0) < (parseInstant(at) ?? 0)) {
+      const k = await this.opts.store.updateKey(committed.id, { revokedAt: ends }).catch(() => null);
+      if (k) at = k.revokedAt;
     }
-    const revoked = await this.opts.store.updateKey(created.id, { revokedAt: isoSeconds(this.now()) });
-    if (revoked) await this.opts.store.publish({ kind: 'key', hash: revoked.hash });
-    await this.audit({
-      event: 'key.revoked',
-      companyId: committed.companyId,
-      keyId: created.id,
-      keyPrefix: created.prefix,
-      actor,
-      details: { reason: "rotation could not hand over the old key's restrictions; never delivered" },
-    });
-    throw new Error(`rotation of ${committed.id}: the new key could not take over its restrictions`);
+    await this.opts.store.publish({ kind: 'key', hash: committed.hash });
+    return at;
   }
 
   /**
@@ -521,45 +579,37 @@ export class AdminService {
     await this.opts.store.appendAudit(entry).catch(() => undefined);
   }
 
-  private async insertKey(
-    companyId: string,
-    environment: string,
-    label: string | null,
-    expiresAt: string | null,
+  /**
+   * Stores a new key under the cap (in the place of `replaces`, a rotation's predecessor) and
+   * answers it with its plaintext. A store outage still rejects; a key that lands afterwards is
+   * revoked when it shows up (nobody holds its plaintext).
+   */
+  private async storeKey(
+    record: KeyRecord,
+    key: string,
     actor: string,
-    restrictions: Pick<KeyRecord, 'scopes' | 'limits'> = { scopes: null, limits: null },
+    replaces?: string,
   ): Promise<AdminResult<CreatedKey>> {
-    const at = isoSeconds(this.now());
-    const { key, record } = createKeyRecord({ companyId, environment, label, expiresAt, createdAt: at });
-    record.scopes = restrictions.scopes;
-    record.limits = restrictions.limits;
     const result = await this.write(
-      () => this.opts.store.createKey(record, this.opts.maxActiveKeys, at),
+      () => this.opts.store.createKey(record, this.opts.maxActiveKeys, record.createdAt, replaces),
       () => this.undelivered(record.id, record.hash, actor, true),
     );
     if (!result.ok) return result;
     if (!result.value.ok) {
-      if (result.value.reason === 'company_not_found') return notFound('company', companyId);
+      if (result.value.reason === 'company_not_found') return notFound('company', record.companyId);
       return fail(
         'ADMIN_KEY_CAP_REACHED',
-        `company ${companyId} already has ${this.opts.maxActiveKeys} active keys (keys.maxActiveKeys); revoke one first`,
+        `company ${record.companyId} already has ${this.opts.maxActiveKeys} active keys (keys.maxActiveKeys); revoke one first`,
       );
     }
     // A negative cache entry for this hash is impossible in practice (fresh random key), but a
-    // publish keeps the rule simple: every write invalidates.
-    await this.opts.store.publish({ kind: 'key', hash: record.hash });
+    // publish keeps the rule simple: every write invalidates. Best effort: the key is stored and
+    // its plaintext must now be delivered.
+    await this.opts.store.publish({ kind: 'key', hash: record.hash }).catch(() => undefined);
+    const { id, prefix, companyId, label, environment, createdAt, expiresAt } = record;
     return {
       ok: true,
-      value: {
-        id: record.id,
-        key,
-        prefix: record.prefix,
-        companyId,
-        label,
-        environment,
-        createdAt: at,
-        expiresAt,
-      },
+      value: { id, key, prefix, companyId, label, environment: environment ?? 'live', createdAt, expiresAt },
     };
   }
 
@@ -673,6 +723,15 @@ export class AdminService {
   }
 }
 
+/**
+ * When a rotation's grace period of `graceSeconds` ends: stored with one-second precision, so
+ * rounded up (a grace period never ends earlier than asked); 0 is now, rounded down like a
+ * revocation, not up to a second later.
+ */
+function revocationAt(now: number, graceSeconds: number): string {
+  return isoSeconds(graceSeconds === 0 ? now : Math.ceil((now + graceSeconds * 1000) / 1000) * 1000);
+}
+
 /** Whether `record` holds every field of `patch` (compared by value). */
 function hasFields(record: object, patch: object): boolean {
   const r = record as Record<string, unknown>;
@@ -729,15 +788,12 @@ function fail(code: ErrorCode, details?: string): AdminFailure {
 
 function notFound(kind: 'company' | 'key', id: string): AdminFailure {
   // Echo the id only when it is a plain id: a key pasted by mistake must not come back in a body.
-  const shown = ID_PATTERN.test(id) && !KEY_LIKE_PATTERN.test(id) ? ` ${id}` : '';
+  const shown = ID_PATTERN.test(id) && !holdsKeyMaterial(id) ? ` ${id}` : '';
   return fail('ADMIN_UNKNOWN_ID', `${kind}${shown} not found`);
 }
 
 function badTier(tier: string, tiers: ReadonlySet<string>): AdminFailure {
-  return fail(
-    'ADMIN_INVALID_REQUEST',
-    `tier: ${isShown(tier) ? `"${tier}"` : shownName(tier)} is not a configured tier (${[...tiers].join(', ')})`,
-  );
+  return fail('ADMIN_INVALID_REQUEST', `tier: ${unknownTierMessage(tier, tiers)}`);
 }
 
 /** A caller-supplied name as is when it is a short plain identifier; otherwise not shown. */
@@ -745,5 +801,5 @@ function shownName(name: string): string {
   return isShown(name) ? name : '(a name that is not shown)';
 }
 function isShown(name: string): boolean {
-  return /^[A-Za-z0-9_.-]{1,32}$/.test(name) && !KEY_LIKE_PATTERN.test(name);
+  return /^[A-Za-z0-9_.-]{1,32}$/.test(name) && !holdsKeyMaterial(name);
 }

@@ -1,14 +1,13 @@
 import { hash as cryptoHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { DISPLAY_PREFIX_RANDOM_CHARS, ENVIRONMENT_PATTERN } from '../config/field-patterns.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** 32 base62 characters = 190.5 bits of entropy. */
 export const KEY_RANDOM_LENGTH = 32;
 export const KEY_CHECKSUM_LENGTH = 6;
-/** Environments are short lowercase words: `live`, `test`, `staging`... */
-export const ENVIRONMENT_PATTERN = /^[a-z][a-z0-9]{1,15}$/;
-/** Characters shown to operators to recognise a key; far too few to use it (8 of 190 bits + env). */
-export const DISPLAY_PREFIX_RANDOM_CHARS = 6;
+/** Environments (`live`, `test`, `staging`) and the display prefix's length: one rule, in config/fields.ts. */
+export { DISPLAY_PREFIX_RANDOM_CHARS, ENVIRONMENT_PATTERN };
 
 const KEY_PATTERN = /^nk_([a-z][a-z0-9]{1,15})_([0-9A-Za-z]{38})$/;
 /** Matches something shaped like one of our keys anywhere inside a longer string (URL guard). */

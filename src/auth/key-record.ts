@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { KeyRecord } from '../store/types.js';
+import {
+  findCompanyRecordProblems,
+  findKeyRecordProblems as findProblems,
+  holdsKeyMaterial,
+  ID_PATTERN,
+} from '../config/fields.js';
+import type { Company, KeyRecord } from '../store/types.js';
 import { displayPrefixOf, generateApiKey, hashApiKey } from './api-key.js';
 
 /** Random bytes in a key id: 128 bits, so ids never collide across instances or offline tools. */
@@ -55,4 +61,31 @@ export function createKeyRecord(input: NewKeyInput): NewKey {
       limits: null,
     },
   };
+}
+
+/**
+ * The fields of a key record read from a store that break their rule (config/fields.ts, the rules
+ * every way in applies), `[]` when it is sound. The gateway puts a record's id and company id into
+ * headers the upstream receives and into log lines, so a record whatever its origin (a key file of
+ * an older version, a hand-edited Redis hash, a store of one's own) is checked before it is used;
+ * the verifier does it once per cached record. Names only, never values.
+ *
+ * @example
+ * findKeyRecordProblems({ ...record, id: key }); // ['id']
+ */
+export function findKeyRecordProblems(record: KeyRecord): string[] {
+  return findProblems(record);
+}
+
+/** The same for a company record (its id goes into `X-Company-Id` and log lines). */
+export function findCompanyProblems(company: Company): string[] {
+  return findCompanyRecordProblems(company);
+}
+
+/**
+ * `{ [field]: id }` when `id` may be written to a log line (it passes the id rule: no key
+ * material), else `{}`: a stored id that breaks the rule is never logged.
+ */
+export function idShownInLogs<F extends string>(field: F, id: string): Partial<Record<F, string>> {
+  return ID_PATTERN.test(id) && !holdsKeyMaterial(id) ? ({ [field]: id } as Record<F, string>) : {};
 }

@@ -3,6 +3,7 @@ import { GatewayError } from '../errors.js';
 import { type Company, type Invalidation, type KeyRecord, type KeyStore } from '../store/types.js';
 import { isoSeconds, parseInstant } from '../time.js';
 import { hashApiKey, parseApiKey } from './api-key.js';
+import { findCompanyProblems, findKeyRecordProblems, idShownInLogs } from './key-record.js';
 
 /** Why a request was denied; each maps to one entry of the error registry. */
 export type DenyReason =
@@ -14,21 +15,39 @@ export type DenyReason =
   | 'revoked'
   | 'expired'
   | 'orphan'
+  | 'invalid_record'
   | 'company_inactive'
-  | 'api_access_disabled';
+  | 'api_access_disabled'
+  | 'tier_missing';
 
 /** The verifier's answer: the key and its company, or a denial as a value (code and reason). */
 export type Verification =
   | { ok: true; key: KeyRecord; company: Company }
   | {
       ok: false;
-      code: 'MISSING_KEY' | 'INVALID_KEY' | 'COMPANY_INACTIVE' | 'API_ACCESS_DISABLED';
+      code:
+        'MISSING_KEY' | 'INVALID_KEY' | 'COMPANY_INACTIVE' | 'API_ACCESS_DISABLED' | 'TIER_NOT_CONFIGURED';
       reason: DenyReason;
       /** The record, when one was found (revoked or expired): for the audit trail, never shown. */
       key?: KeyRecord;
     };
 
 export type CacheOutcome = 'hit' | 'miss' | 'stale';
+
+/**
+ * A stored record the verifier refuses to use, as the hook reports it: which fields break their
+ * rule (never their values: a value that breaks a rule may be a key), or the tier the config
+ * lacks. Ids are given only when they pass the id rule themselves.
+ */
+export interface RefusedRecord {
+  kind: 'key' | 'company';
+  reason: 'invalid_record' | 'tier_missing';
+  keyId?: string;
+  companyId?: string;
+  /** The company's tier (`tier_missing`; a tier name holds no key material, or the record is invalid). */
+  tier?: string;
+  fields: string[];
+}
 
 /** The store to read, cache sizes and TTLs (from `config.cache` and `config.keys`), and hooks. */
 export interface VerifierOptions {
@@ -40,6 +59,16 @@ export interface VerifierOptions {
   maxKeyLength: number;
   acceptLegacyFormat: boolean;
   lastUsedIntervalMs: number;
+  /**
+   * The configured tiers: a company on another tier is refused with `TIER_NOT_CONFIGURED` (503)
+   * rather than failing later in the rate limiter. Unchecked when absent.
+   */
+  tiers?: ReadonlySet<string>;
+  /**
+   * A stored record breaks the field rules (config/fields.ts) or names a tier the config lacks:
+   * its requests are refused. Called once per record read from the store (per cached copy).
+   */
+  onRecordRefused?: (r: RefusedRecord) => void;
   /** Observability hooks; all optional. */
   onCache?: (kind: 'key' | 'company', outcome: CacheOutcome) => void;
   onStoreError?: (op: string, err: unknown) => void;
@@ -69,7 +98,7 @@ const STORE_FAILING_MS = 1000;
  * if (!r.ok) deny(r.code);
  */
 export class KeyVerifier {
-  private readonly keys: LRUCache<string, Entry<KeyRecord | null>>;
+  private readonly keys: KeyEntries;
   private readonly companies: LRUCache<string, Entry<Company | null>>;
   private readonly inflightKeys = new Map<string, Promise<KeyRecord | null>>();
   private readonly inflightCompanies = new Map<string, Promise<Company | null>>();
@@ -85,7 +114,7 @@ export class KeyVerifier {
   private readonly now: () => number;
 
   constructor(private readonly opts: VerifierOptions) {
-    this.keys = new LRUCache({ max: opts.maxEntries });
+    this.keys = new KeyEntries(opts.maxEntries);
     this.companies = new LRUCache({ max: Math.max(100, Math.ceil(opts.maxEntries / 4)) });
     this.touched = new LRUCache({ max: opts.maxEntries });
     this.now = opts.now ?? Date.now;
@@ -106,6 +135,11 @@ export class KeyVerifier {
   /** Number of cached key records (positive and negative). */
   get cachedKeys(): number {
     return this.keys.size;
+  }
+
+  /** Number of keys remembered as unknown (the negative cache, bounded by `maxEntries` apart). */
+  get unknownKeys(): number {
+    return this.keys.unknownCount;
   }
 
   async verify(raw: string | string[] | undefined): Promise<Verification> {
@@ -156,10 +190,16 @@ export class KeyVerifier {
     return parsed.ok ? null : { ok: false, code: 'INVALID_KEY', reason: parsed.reason };
   }
 
-  /** The key record's own checks (known, not revoked, not expired): a refusal, or null. */
+  /**
+   * The key record's own checks (known, not revoked, not expired, every field by its rule: the
+   * gateway puts its id in headers and log lines): a refusal, or null.
+   */
   private checkKey(key: KeyRecord | null, now: number): Verification | null {
     if (!key) return { ok: false, code: 'INVALID_KEY', reason: 'unknown' };
-    if (isActiveAt(key, now)) return null;
+    const screen = this.screenKey(key);
+    if (now < screen.until) {
+      return screen.sound ? null : { ok: false, code: 'INVALID_KEY', reason: 'invalid_record' };
+    }
     const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
     return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired', key };
   }
@@ -167,6 +207,9 @@ export class KeyVerifier {
   /** The company's checks, then the key's use recorded: the final answer for an active key. */
   private checkCompany(key: KeyRecord, company: Company | null, now: number): Verification {
     if (!company) return { ok: false, code: 'INVALID_KEY', reason: 'orphan' };
+    const verdict = this.screenCompany(company);
+    if (verdict === 'invalid_record') return { ok: false, code: 'INVALID_KEY', reason: 'invalid_record' };
+    if (verdict === 'tier_missing') return { ok: false, code: 'TIER_NOT_CONFIGURED', reason: 'tier_missing' };
     if (company.status !== 'active')
       return { ok: false, code: 'COMPANY_INACTIVE', reason: 'company_inactive' };
     if (!company.apiAccess) return { ok: false, code: 'API_ACCESS_DISABLED', reason: 'api_access_disabled' };
@@ -174,12 +217,60 @@ export class KeyVerifier {
     return { ok: true, key, company };
   }
 
+  /**
+   * A key record's end of activity and whether its fields are sound, computed once per record
+   * object (the cache hands out the same object) and again when its `revokedAt` or `expiresAt`
+   * changes in place. A record that breaks a field rule is reported once here.
+   */
+  private screenKey(key: KeyRecord): KeyScreen {
+    let screen = screens.get(key);
+    if (screen !== undefined && screen.revokedAt === key.revokedAt && screen.expiresAt === key.expiresAt)
+      return screen;
+    const end = (at: string | null) => (at === null ? Infinity : (parseInstant(at) ?? -Infinity));
+    const fields = findKeyRecordProblems(key);
+    screen = {
+      revokedAt: key.revokedAt,
+      expiresAt: key.expiresAt,
+      until: Math.min(end(key.revokedAt), end(key.expiresAt)),
+      sound: fields.length === 0,
+    };
+    screens.set(key, screen);
+    if (fields.length)
+      this.opts.onRecordRefused?.({
+        kind: 'key',
+        reason: 'invalid_record',
+        ...idShownInLogs('keyId', key.id),
+        ...idShownInLogs('companyId', key.companyId),
+        fields,
+      });
+    return screen;
+  }
+
+  /** A company's verdict, once per record object (and again if its tier changes in place). */
+  private screenCompany(company: Company): 'ok' | 'invalid_record' | 'tier_missing' {
+    const known = companyVerdicts.get(company);
+    if (known !== undefined && known.tier === company.tier) return known.verdict;
+    const fields = findCompanyProblems(company);
+    const verdict =
+      fields.length > 0
+        ? 'invalid_record'
+        : this.opts.tiers && !this.opts.tiers.has(company.tier)
+          ? 'tier_missing'
+          : 'ok';
+    companyVerdicts.set(company, { tier: company.tier, verdict });
+    if (verdict !== 'ok')
+      this.opts.onRecordRefused?.({
+        kind: 'company',
+        reason: verdict,
+        ...idShownInLogs('companyId', company.id),
+        ...(verdict === 'tier_missing' ? { tier: company.tier } : {}),
+        fields: verdict === 'tier_missing' ? ['tier'] : fields,
+      });
+    return verdict;
+  }
+
   /** A cached entry still within its TTL (positive or negative), or undefined. */
-  private freshEntry<T>(
-    cache: LRUCache<string, Entry<T | null>>,
-    id: string,
-    now: number,
-  ): Entry<T | null> | undefined {
+  private freshEntry<T>(cache: EntryCache<T>, id: string, now: number): Entry<T | null> | undefined {
     const entry = cache.get(id);
     return entry !== undefined && this.isFresh(entry, now) ? entry : undefined;
   }
@@ -200,7 +291,7 @@ export class KeyVerifier {
   }
 
   private async lookup<T>(
-    cache: LRUCache<string, Entry<T | null>>,
+    cache: EntryCache<T>,
     inflight: Map<string, Promise<T | null>>,
     id: string,
     kind: 'key' | 'company',
@@ -271,29 +362,77 @@ export class KeyVerifier {
   }
 }
 
-/** A record's end of activity (epoch ms), with the strings it was parsed from. */
-interface ActiveUntil {
+/** A key record's end of activity (epoch ms) and soundness, with the times it was computed from. */
+interface KeyScreen {
   revokedAt: string | null;
   expiresAt: string | null;
+  /** Unparseable times count as passed: never active. */
   until: number;
+  /** Every field passes its rule (config/fields.ts). */
+  sound: boolean;
 }
-/**
- * `revokedAt`/`expiresAt` parsed once per cached record object, not on every request (epoch ms).
- * Re-parsed if either string changes on the object.
- */
-const activeUntil = new WeakMap<KeyRecord, ActiveUntil>();
+/** Screens by record object: parsed and checked once per cached record, not on every request. */
+const screens = new WeakMap<KeyRecord, KeyScreen>();
+const companyVerdicts = new WeakMap<
+  Company,
+  { tier: string; verdict: 'ok' | 'invalid_record' | 'tier_missing' }
+>();
 
-/** `isKeyActive(key, now)`, with the record's instants parsed once (unparseable: never active). */
-function isActiveAt(key: KeyRecord, now: number): boolean {
-  let a = activeUntil.get(key);
-  if (a === undefined || a.revokedAt !== key.revokedAt || a.expiresAt !== key.expiresAt) {
-    const end = (at: string | null) => (at === null ? Infinity : (parseInstant(at) ?? -Infinity));
-    a = {
-      revokedAt: key.revokedAt,
-      expiresAt: key.expiresAt,
-      until: Math.min(end(key.revokedAt), end(key.expiresAt)),
-    };
-    activeUntil.set(key, a);
+/** What `lookup` needs of a cache: the company LRU as it is, the key caches through `KeyEntries`. */
+interface EntryCache<T> {
+  get(id: string): Entry<T | null> | undefined;
+  set(id: string, entry: Entry<T | null>): unknown;
+}
+
+/**
+ * The key caches: records in one LRU, unknown keys in another of the same size, so a flood of
+ * unknown keys (a guessing client) can never push a valid key out of the cache, and what it can
+ * hold is bounded apart: `maxEntries` entries of a key hash and a time, about 130 bytes of heap
+ * apiece with the LRU's own slots (`bench/negative-cache.mjs`: 100,000 take about 13 MB per
+ * process; docs/operations.md).
+ */
+class KeyEntries implements EntryCache<KeyRecord> {
+  private readonly known: LRUCache<string, Entry<KeyRecord>>;
+  /** Hash → when the store said it does not know it (ms). */
+  private readonly unknown: LRUCache<string, number>;
+
+  constructor(maxEntries: number) {
+    this.known = new LRUCache({ max: maxEntries });
+    this.unknown = new LRUCache({ max: maxEntries });
   }
-  return now < a.until;
+
+  get(hash: string): Entry<KeyRecord | null> | undefined {
+    const known = this.known.get(hash);
+    if (known !== undefined) return known;
+    const at = this.unknown.get(hash);
+    return at === undefined ? undefined : { value: null, fetchedAt: at };
+  }
+
+  set(hash: string, entry: Entry<KeyRecord | null>): void {
+    if (entry.value === null) {
+      this.known.delete(hash);
+      this.unknown.set(hash, entry.fetchedAt);
+    } else {
+      this.unknown.delete(hash);
+      this.known.set(hash, entry as Entry<KeyRecord>);
+    }
+  }
+
+  delete(hash: string): void {
+    this.known.delete(hash);
+    this.unknown.delete(hash);
+  }
+
+  clear(): void {
+    this.known.clear();
+    this.unknown.clear();
+  }
+
+  get size(): number {
+    return this.known.size + this.unknown.size;
+  }
+
+  get unknownCount(): number {
+    return this.unknown.size;
+  }
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { CliContext } from './io.js';
 import { parseLimitsOption, parseOnOff, parseScopesOption, parseStatus, type Settable } from './options.js';
-import { EPOCH, table } from './output.js';
+import { table } from './output.js';
 import { manage, type Output } from './session.js';
 
 /** The columns of `companies` tables. */
@@ -19,8 +19,8 @@ export const COMPANY_COLUMNS = [
 
 /** What the CLI cannot see with the file store (printed on stderr with `get` and `list`). */
 export const COMPANIES_FILE_NOTE =
-  'the key file records no creation or update time; createdAt/updatedAt show "-" (the admin API ' +
-  `answers ${EPOCH})`;
+  'the key file records no creation or update time of companies: createdAt/updatedAt are when ' +
+  'this command read the file (the running gateway answers when it first loaded them)';
 
 const SCOPES_HELP = 'routes its keys may call: all, or a JSON list of {route, methods?, paths?}';
 const LIMITS_HELP = "its own windows, e.g. 10/1,600/60; tier = the tier's";

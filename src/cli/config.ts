@@ -16,12 +16,40 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
 }
 
 async function checkConfig(ctx: CliContext, json: boolean): Promise<void> {
-  const { checkTracingSettings, loadStartableConfig } = await import('./load-config.js');
+  const { checkTracingSettings, invalidConfig, loadStartableConfig } = await import('./load-config.js');
   const r = await loadStartableConfig(ctx);
   checkTracingSettings(ctx);
+  const missing = await storedMissingTiers(ctx, r.config);
+  if (missing.length) invalidConfig(r.file, missing);
   // Printed from a redacted copy only: no branch below can reach a secret (INVARIANTS #12).
   const shown = redactConfig(r.config);
   ctx.io.stdout(json ? jsonText(shown) : describeConfig(r.file, shown));
+}
+
+/**
+ * With the Redis store, the companies whose tier the config lacks (every one, by tier), as
+ * problems of `rateLimit.tiers`; none when Redis cannot be reached (said on stderr: the check is
+ * best effort, `serve` logs them too). The file store's own parser already refuses them.
+ */
+async function storedMissingTiers(ctx: CliContext, config: Readonly<GatewayConfig>): Promise<string[]> {
+  if (config.store.type !== 'redis') return [];
+  const { findMissingTiers, missingTierAdvice } = await import('../admin/missing-tiers.js');
+  const { openStore } = await import('./store-session.js');
+  const tiers = new Set(config.rateLimit.tiers.map((t) => t.name));
+  let store: Awaited<ReturnType<typeof openStore>> | undefined;
+  try {
+    store = await openStore(config);
+    const missing = await findMissingTiers(store, tiers);
+    return missing.map(
+      (m) =>
+        `rateLimit.tiers: has no tier "${m.tier}", which companies use: ${m.companies.join(', ')}; ${missingTierAdvice(tiers)}`,
+    );
+  } catch {
+    ctx.io.stderr("note: Redis could not be read; the companies' tiers were not checked\n");
+    return [];
+  } finally {
+    await store?.close();
+  }
 }
 
 /**

@@ -1,7 +1,5 @@
-import { ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN } from '../auth/api-key.js';
 import { createKeyRecord } from '../auth/key-record.js';
-import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
-import { ID_PATTERN } from '../store/types.js';
+import { environmentSchema, idSchema, labelSchema } from '../config/fields.js';
 import { isoSeconds } from '../time.js';
 import { EXIT_USAGE, fail } from './io.js';
 import type { GenerateOptions } from './keys.js';
@@ -42,14 +40,14 @@ export function generateKeyEntry(o: GenerateOptions): string {
 }
 
 function checkGenerateOptions(o: GenerateOptions): void {
-  if (!ENVIRONMENT_PATTERN.test(o.environment))
-    fail('--environment must be 2-16 lowercase letters or digits', EXIT_USAGE);
-  // What the key file will accept (the admin API's rules): the printed entry must load as is.
-  if (o.id !== undefined && (!ID_PATTERN.test(o.id) || KEY_LIKE_PATTERN.test(o.id)))
-    fail('--id: must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit', EXIT_USAGE);
-  if (o.label !== undefined) {
-    if (o.label.length > 200) fail('--label: at most 200 characters', EXIT_USAGE);
-    if (KEY_LIKE_PATTERN.test(o.label)) fail('--label: must not contain an API key', EXIT_USAGE);
-    if (!isDisplayText(o.label)) fail(`--label: ${DISPLAY_TEXT_MESSAGE}`, EXIT_USAGE);
+  // What the key file will accept (config/fields.ts, the admin API's rules): the printed entry
+  // must load as is.
+  for (const [flag, schema, v] of [
+    ['--environment', environmentSchema, o.environment],
+    ['--id', idSchema, o.id],
+    ['--label', labelSchema, o.label],
+  ] as const) {
+    const r = v === undefined ? null : schema.safeParse(v);
+    if (r && !r.success) fail(`${flag}: ${r.error.issues.map((i) => i.message).join('; ')}`, EXIT_USAGE);
   }
 }

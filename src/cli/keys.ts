@@ -25,7 +25,8 @@ export const KEY_COLUMNS = [
 /** What `keys list` cannot see with the file store (printed on stderr). */
 export const KEYS_FILE_NOTE =
   "lastUsedAt is kept in the running gateway's memory, not in the key file: ask its admin API " +
-  '(GET /admin/v1/companies/<id>/keys on the admin port)';
+  '(GET /admin/v1/companies/<id>/keys on the admin port); a key without createdAt in the file ' +
+  'shows when it was first loaded';
 
 /** `keys create|list|update|revoke|rotate` (on the store) and `keys generate|hash` (offline). */
 export function registerKeyCommands(program: Command, ctx: CliContext): void {
@@ -93,8 +94,14 @@ function registerStoreKeyCommands(keys: Command, ctx: CliContext): void {
     );
   keys
     .command('rotate <keyId>')
-    .description('create a new key for the same company; the old key keeps working until revoked')
-    .option('--grace <seconds>', 'revoke the old key by itself after this many seconds', parseNonNegative)
+    .description(
+      'create a new key for the same company; the old key keeps working for the grace period (7 days), or until revoked',
+    )
+    .option(
+      '--grace <seconds>',
+      'the old key stops by itself after this many seconds (default 604800: 7 days; 0: at once)',
+      parseNonNegative,
+    )
     .option('--json')
     .action((keyId: string, o: { grace?: number; json?: boolean }) =>
       manage(
@@ -127,7 +134,7 @@ export function rotatedKeyText(k: CreatedKey & { replaces: string; oldKeyRevokes
   return (
     `new key id: ${k.id} (replaces ${k.replaces})\nprefix:     ${k.prefix}\n\n${k.key}\n\nStore this key now: it is not shown again.\n` +
     (k.oldKeyRevokesAt
-      ? `The old key stops working at ${k.oldKeyRevokesAt}.\n`
+      ? `The old key stops working at ${k.oldKeyRevokesAt}; to stop it sooner: notify-gateway keys revoke ${k.replaces}\n`
       : `The old key keeps working until you revoke it: notify-gateway keys revoke ${k.replaces}\n`)
   );
 }

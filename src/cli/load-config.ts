@@ -52,6 +52,7 @@ export function checkTracingSettings(ctx: CliContext): void {
   if (!tracing.ok) fail(`invalid configuration: ${tracing.problem}`, EXIT_USAGE);
 }
 
-function invalidConfig(file: string, problems: string[]): never {
+/** Exit 2 with every problem of the config file, in one message. */
+export function invalidConfig(file: string, problems: string[]): never {
   fail(`invalid configuration (${file}):\n  - ${problems.join('\n  - ')}`, EXIT_USAGE);
 }

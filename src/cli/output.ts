@@ -1,9 +1,6 @@
 import { escapeRefusedText } from '../config/text.js';
 import type { RateWindow, Scope } from '../store/types.js';
 
-/** What the file store puts where the key file says nothing (`createdAt` of companies). */
-export const EPOCH = '1970-01-01T00:00:00Z';
-
 /**
  * Plain columns, two spaces apart, one row per line, `-` for an empty cell, `(none)` for no rows
  * (kept hand-written rather than cli-table3: docs/architecture.md, "CLI tables"). Control, bidi and
@@ -27,8 +24,7 @@ export function table(rows: readonly object[], cols: readonly string[]): string 
 }
 
 function cellText(col: string, v: unknown): string {
-  // The epoch only comes from a key file that does not say: "not recorded", not 1970.
-  if (v === null || v === undefined || v === EPOCH) return '-';
+  if (v === null || v === undefined) return '-';
   if (Array.isArray(v)) return formatList(col, v);
   // Controls (ESC starts terminal escapes; CR and LF could forge rows), bidi and other invisible
   // format characters, unpaired surrogates: escaped (stored before the rule, or by another store).

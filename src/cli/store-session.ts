@@ -54,7 +54,7 @@ export async function openStoreSession(ctx: CliContext): Promise<Session> {
  * loaded (ioredis is not, for the file store). A Redis that does not answer within
  * `connectTimeoutMs` is found by the caller's PING.
  */
-async function openStore(config: Readonly<GatewayConfig>): Promise<KeyStore> {
+export async function openStore(config: Readonly<GatewayConfig>): Promise<KeyStore> {
   if (config.store.type === 'file') {
     const { FileKeyStore } = await import('../store/file-store.js');
     return new FileKeyStore({

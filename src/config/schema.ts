@@ -1,6 +1,7 @@
 import { METHODS } from 'node:http';
 import { z } from 'zod';
 import { eventsConfigSchema } from './events.js';
+import { tierNameSchema } from './fields.js';
 import { MAX_WINDOW_SECONDS, pathPrefixSchema, windowListSchema } from './limits.js';
 
 /** Header names are compared case-insensitively and `_`/`-` alike, so they are stored normalised. */
@@ -27,7 +28,7 @@ const ms = (def: number) => z.coerce.number().int().min(1).max(3_600_000).defaul
  */
 export const tierSchema = z
   .object({
-    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'must be lowercase letters, digits, _ or -'),
+    name: tierNameSchema,
     /** Requests allowed per window (shorthand for one window). */
     points: z.coerce.number().int().min(1).optional(),
     /** Window length in seconds (shorthand for one window). */

@@ -1,14 +1,26 @@
 import { readFileSync, stat, statSync, type Stats } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { findScopeProblems, scopeListSchema, windowListSchema, type ScopeRoute } from '../config/limits.js';
-import { DISPLAY_TEXT_MESSAGE, isDisplayText } from '../config/text.js';
+import {
+  companyStatusSchema,
+  environmentOfPrefix,
+  environmentSchema,
+  findPrefixProblem,
+  HASH_PATTERN,
+  idSchema,
+  labelSchema,
+  limitsSchema,
+  nameSchema,
+  prefixSchema,
+  scopesSchema,
+  tierNameSchema,
+  timestampSchema,
+} from '../config/fields.js';
+import { findScopeProblems, type ScopeRoute } from '../config/limits.js';
 import { MemoryKeyStore } from './memory-store.js';
 import { maskKeyMaterial } from '../redact.js';
-import { INSTANT_MESSAGE, isoSeconds, parseInstant } from '../time.js';
+import { isoSeconds, parseInstant } from '../time.js';
 import {
-  HASH_PATTERN,
-  ID_PATTERN,
   StoreReadOnlyError,
   type AuditEntry,
   type Company,
@@ -21,49 +33,40 @@ import {
   type KeyStore,
 } from './types.js';
 
-const id = z.string().regex(ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-"');
-const timestamp = z
-  .union([z.string(), z.date()])
-  .transform((v) => (v instanceof Date ? isoSeconds(v) : v))
-  // A real instant, not only the shape: `2027-02-30T00:00:00Z` would otherwise never apply.
-  .pipe(z.string().refine((v) => parseInstant(v) !== null, INSTANT_MESSAGE));
-
-/**
- * Text shown in lists, tables and logs (names, labels, prefixes, environments): the admin API's
- * character rule (config/text.ts), `min` to `max` characters.
- */
-const displayText = (min: number, max = 200) =>
-  z.string().min(min).max(max).refine(isDisplayText, DISPLAY_TEXT_MESSAGE);
-
+// Every field by its one rule (config/fields.ts), as the admin API checks it.
 const fileKeySchema = z
   .object({
-    id,
+    id: idSchema,
     hash: z
       .string()
       .transform((h) => h.replace(/^sha256:/, '').toLowerCase())
       .pipe(
         z.string().regex(HASH_PATTERN, 'must be the 64-hex SHA-256 printed by `notify-gateway keys hash`'),
       ),
-    prefix: displayText(0, 32).optional(),
-    label: displayText(0).optional(),
-    environment: displayText(0, 16).optional(),
-    createdAt: timestamp.optional(),
-    expiresAt: timestamp.optional(),
-    revokedAt: timestamp.optional(),
-    scopes: scopeListSchema.optional(),
-    limits: windowListSchema.nullable().optional(),
+    prefix: prefixSchema.optional(),
+    label: labelSchema.optional(),
+    environment: environmentSchema.optional(),
+    createdAt: timestampSchema.optional(),
+    expiresAt: timestampSchema.optional(),
+    revokedAt: timestampSchema.optional(),
+    scopes: scopesSchema.optional(),
+    limits: limitsSchema.nullable().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((k, ctx) => {
+    const problem = k.prefix === undefined ? null : findPrefixProblem(k.prefix, k.environment ?? null);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['prefix'], message: problem });
+  });
 
 const fileCompanySchema = z
   .object({
-    id,
-    name: displayText(1).optional(),
-    tier: z.string().min(1),
-    status: z.enum(['active', 'pending', 'suspended']).default('active'),
+    id: idSchema,
+    name: nameSchema.optional(),
+    tier: tierNameSchema,
+    status: companyStatusSchema.default('active'),
     apiAccess: z.boolean().default(true),
-    scopes: scopeListSchema.optional(),
-    limits: windowListSchema.nullable().optional(),
+    scopes: scopesSchema.optional(),
+    limits: limitsSchema.nullable().optional(),
     keys: z.array(fileKeySchema).default([]),
   })
   .strict();
@@ -78,11 +81,26 @@ export type FileParseResult =
 const NO_COMPANIES = 'write `companies: []` to declare no companies';
 
 /**
+ * What the key file does not say about a record's times: its `createdAt` (a key's, by hash; a
+ * company's, by id). `parseKeyFile` uses the time of the parse unless told otherwise; the file
+ * store passes the time it first loaded the record, so a reload does not move it.
+ */
+export type CreatedAtDefault = (kind: 'company' | 'key', idOrHash: string) => string;
+
+/**
  * Parses the declarative key file. Every problem is listed at once, with its path: YAML errors,
  * shape and schema issues, unknown tiers, duplicate ids or hashes, and scopes that name a route
  * not in `knownRoutes` (when given) or a method it does not forward; nothing is applied when any
  * is found. A problem never quotes a hash or a key. Companies and keys may carry `scopes` (absent
  * or null = every route) and `limits` (windows; absent or null = the tier's, or none for a key).
+ * Every field follows its one rule (config/fields.ts), as on the admin API: ids, names and labels
+ * hold no key material, a `prefix` has the key format's display shape and names the key's
+ * `environment` (which it gives when the entry has none), and every time is a string
+ * `YYYY-MM-DDTHH:MM:SSZ` naming a real instant. The document is read with the YAML 1.2 core
+ * schema whatever it declares (`%YAML 1.1`): a time is never turned into a date and rolled over
+ * (`2027-02-30` into March 2), and a tag the core schema does not know (`!!timestamp`) is a
+ * problem, not a value read some other way. A key without `createdAt` gets `createdAtOf`'s time
+ * (the parse's, by default), never an invented past.
  *
  * An empty (or whitespace- or comment-only) file, a top level that is not a mapping, a missing
  * `companies` key and `companies:` without a value are broken, not "no companies": that is what a
@@ -96,10 +114,18 @@ export function parseKeyFile(
   text: string,
   knownTiers: ReadonlySet<string>,
   knownRoutes?: readonly ScopeRoute[],
+  createdAtOf?: CreatedAtDefault,
 ): FileParseResult {
-  const doc = parseDocument(text, { strict: true, uniqueKeys: true });
+  // `schema: 'core'` holds even against a `%YAML 1.1` directive, and without the library's
+  // known tags (!!timestamp, !!binary, !!set...) an explicit tag of them is a warning, not a Date.
+  const doc = parseDocument(text, {
+    strict: true,
+    uniqueKeys: true,
+    schema: 'core',
+    resolveKnownTags: false,
+  });
   // Only the first line of a YAML error: the rest is an excerpt of the file.
-  const problems = doc.errors.map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`);
+  const problems = [...doc.errors, ...doc.warnings].map((e) => `YAML: ${e.message.split('\n')[0] ?? ''}`);
   let raw: unknown = null;
   try {
     raw = doc.toJS();
@@ -119,7 +145,8 @@ export function parseKeyFile(
     problems.push(...checkReferences((raw as { companies: unknown }).companies, knownTiers));
   }
   if (problems.length || !data) return { ok: false, problems: problems.map(maskKeyMaterial) };
-  return { ok: true, ...toRecords(data) };
+  const at = isoSeconds();
+  return { ok: true, ...toRecords(data, createdAtOf ?? (() => at)) };
 }
 
 /** The problems that make a file broken as a whole (checked before the schema, which would only say "Required"). */
@@ -150,8 +177,11 @@ function checkReferences(companies: unknown, knownTiers: ReadonlySet<string>): s
       if (companyIds.has(c.id)) problems.push(`companies.${ci}.id: duplicate company id ${c.id}`);
       companyIds.add(c.id);
     }
-    if (typeof c.tier === 'string' && c.tier !== '' && !knownTiers.has(c.tier))
-      problems.push(`companies.${ci}.tier: unknown tier "${c.tier}" (not in rateLimit.tiers)`);
+    // A name that breaks the tier rule is the schema's problem; it is not echoed here.
+    if (typeof c.tier === 'string' && tierNameSchema.safeParse(c.tier).success && !knownTiers.has(c.tier))
+      problems.push(
+        `companies.${ci}.tier: unknown tier "${c.tier}" (not in rateLimit.tiers: ${[...knownTiers].join(', ')})`,
+      );
     if (!Array.isArray(c.keys)) return;
     c.keys.forEach((k: unknown, ki) => {
       if (!isRecord(k)) return;
@@ -186,20 +216,27 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** Store records from a valid file; what the file does not say gets the epoch or null. */
-function toRecords(data: z.infer<typeof fileSchema>): { companies: Company[]; keys: KeyRecord[] } {
-  const epoch = '1970-01-01T00:00:00Z';
+/**
+ * Store records from a valid file. What the file does not say: `createdAt` from `createdAtOf`,
+ * `updatedAt` the same (the file store moves it when a reload changes the company), the
+ * environment from the prefix, the rest null.
+ */
+function toRecords(
+  data: z.infer<typeof fileSchema>,
+  createdAtOf: CreatedAtDefault,
+): { companies: Company[]; keys: KeyRecord[] } {
   const companies: Company[] = [];
   const keys: KeyRecord[] = [];
   for (const c of data.companies) {
+    const createdAt = createdAtOf('company', c.id);
     companies.push({
       id: c.id,
       name: c.name ?? c.id,
       tier: c.tier,
       status: c.status,
       apiAccess: c.apiAccess,
-      createdAt: epoch,
-      updatedAt: epoch,
+      createdAt,
+      updatedAt: createdAt,
       scopes: c.scopes ?? null,
       limits: c.limits ?? null,
     });
@@ -210,8 +247,8 @@ function toRecords(data: z.infer<typeof fileSchema>): { companies: Company[]; ke
         hash: k.hash,
         prefix: k.prefix ?? '',
         label: k.label ?? null,
-        environment: k.environment ?? null,
-        createdAt: k.createdAt ?? epoch,
+        environment: k.environment ?? (k.prefix === undefined ? null : environmentOfPrefix(k.prefix)),
+        createdAt: k.createdAt ?? createdAtOf('key', k.hash),
         expiresAt: k.expiresAt ?? null,
         revokedAt: k.revokedAt ?? null,
         lastUsedAt: null,
@@ -315,8 +352,9 @@ export class FileKeyStore implements KeyStore {
       this.seen = `missing:${(err as NodeJS.ErrnoException).code ?? ''}`;
       return { ok: false, problems: [`${this.opts.path}: ${(err as Error).message}`] };
     }
-    const parsed = parseKeyFile(text, this.opts.knownTiers, this.opts.knownRoutes);
+    const parsed = parseKeyFile(text, this.opts.knownTiers, this.opts.knownRoutes, this.firstLoaded());
     if (!parsed.ok) return parsed;
+    this.keepUpdatedAt(parsed.companies);
     if (this.lastGood && isCutShort(text, this.lastGood.text)) {
       const loosened = findLoosened(this.lastGood, parsed);
       if (loosened.length) return { ok: false, problems: [CUT_SHORT, ...loosened] };
@@ -332,6 +370,30 @@ export class FileKeyStore implements KeyStore {
       }
     });
     return { ok: true, companies: parsed.companies.length, keys: parsed.keys.length, revocationsUndone };
+  }
+
+  /**
+   * A record's `createdAt` when the file does not give one: when this store first loaded it (a
+   * key by hash, a company by id), else now. Not 1970: an invented past made every such key look
+   * due for rotation and sorted it first.
+   */
+  private firstLoaded(): CreatedAtDefault {
+    const at = isoSeconds();
+    const keys = new Map(this.lastGood?.keys.map((k) => [k.hash, k.createdAt]));
+    const companies = new Map(this.lastGood?.companies.map((c) => [c.id, c.createdAt]));
+    return (kind, idOrHash) => (kind === 'key' ? keys : companies).get(idOrHash) ?? at;
+  }
+
+  /** A company's `updatedAt`: the previous one when a reload leaves the company as it was, else now. */
+  private keepUpdatedAt(companies: Company[]): void {
+    const before = new Map(this.lastGood?.companies.map((c) => [c.id, c]));
+    const at = isoSeconds();
+    const fields = (c: Company) =>
+      JSON.stringify([c.name, c.tier, c.status, c.apiAccess, c.scopes, c.limits]);
+    for (const c of companies) {
+      const old = before.get(c.id);
+      c.updatedAt = !old ? c.createdAt : fields(old) === fields(c) ? old.updatedAt : at;
+    }
   }
 
   async findKeyByHash(hash: string): Promise<KeyRecord | null> {

@@ -1,6 +1,6 @@
 import { parseInstant } from '../time.js';
 import {
-  isKeyActive,
+  countsAgainstCap,
   type AuditEntry,
   type Company,
   type CompanyPatch,
@@ -45,14 +45,23 @@ export class MemoryKeyStore implements KeyStore {
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
-  async createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult> {
+  async createKey(
+    record: KeyRecord,
+    maxActiveKeys: number,
+    now: string,
+    replaces?: string,
+  ): Promise<CreateKeyResult> {
     if (!this.companies.has(record.companyId)) return { ok: false, reason: 'company_not_found' };
     if (maxActiveKeys > 0) {
       const at = Date.parse(now);
-      const active = [...this.keysById.values()].filter(
-        (k) => k.companyId === record.companyId && isKeyActive(k, at),
-      );
-      if (active.length >= maxActiveKeys) return { ok: false, reason: 'too_many_keys' };
+      const keys = [...this.keysById.values()].filter((k) => k.companyId === record.companyId);
+      const ids = new Set(keys.map((k) => k.id));
+      let counted = keys.filter((k) => countsAgainstCap(k, ids, at));
+      // A rotation's successor takes the place of the key it replaces (see KeyStore.createKey).
+      const old = replaces === undefined ? undefined : this.keysById.get(replaces);
+      if (old && old.rotatedTo === record.id && old.revokedAt !== null && counted.includes(old))
+        counted = counted.filter((k) => k !== old);
+      if (counted.length >= maxActiveKeys) return { ok: false, reason: 'too_many_keys' };
     }
     this.putKey({ ...record });
     return { ok: true };
@@ -62,6 +71,8 @@ export class MemoryKeyStore implements KeyStore {
     const rec = this.keysById.get(id);
     if (!rec) return null;
     // No await between read and write: atomic in this process, like the Lua script on Redis.
+    // A rotation's claim: only one wins; a lost one writes nothing.
+    if (patch.rotation && rec.rotatedTo !== patch.rotation.from) return { ...rec };
     // A rotated key's restrictions went to its successor: they no longer change (nothing is written).
     if (rec.rotatedTo !== null && (patch.scopes !== undefined || patch.limits !== undefined))
       return { ...rec };
@@ -69,7 +80,7 @@ export class MemoryKeyStore implements KeyStore {
       const v = patch[f];
       if (v !== undefined && v !== null && isEarlier(v, rec[f])) rec[f] = v;
     }
-    if (patch.rotatedTo !== undefined) rec.rotatedTo = patch.rotatedTo;
+    if (patch.rotation) rec.rotatedTo = patch.rotation.to;
     if (patch.label !== undefined) rec.label = patch.label;
     if (patch.scopes !== undefined) rec.scopes = patch.scopes;
     if (patch.limits !== undefined) rec.limits = patch.limits;

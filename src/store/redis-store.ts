@@ -21,13 +21,22 @@ const AUDIT_MAXLEN = 10_000;
 
 /**
  * Atomic cap check on one key (so it is Cluster-safe): drop entries whose expiry/revocation time has
- * passed, refuse when the company already has `cap` active keys, else add the new one.
- * KEYS[1] = active-key zset; ARGV = now ms, cap, key id, score (ms when it stops being active, or +inf).
+ * passed; when ARGV[5] names a key that still holds a place (a rotation's predecessor), the new key
+ * takes that place, at the cap too; else refuse when the company already has `cap` keys holding a
+ * place, or add the new one.
+ * KEYS[1] = active-key zset; ARGV = now ms, cap, key id, score (ms when it stops being active, or
+ * +inf), the id of the key it replaces or ''.
  * Scores are only ever lowered afterwards (`ZADD XX LT` in updateKey), so a key can never count for
- * longer than it really works... nor shorter: its record's end time only moves earlier too.
+ * longer than it really works, nor shorter: its record's end time only moves earlier too. A member
+ * leaves the count before its record stops working only here, as a rotation's predecessor, whose
+ * revocation its claim has scheduled.
  */
 const RESERVE_KEY_SLOT = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if ARGV[5] ~= '' and redis.call('ZREM', KEYS[1], ARGV[5]) == 1 then
+  redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+  return 1
+end
 local cap = tonumber(ARGV[2])
 if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
@@ -58,7 +67,9 @@ return {before, redis.call('HGETALL', KEYS[1])}
  * KEYS[1] = kh:<hash>; ARGV = field/value pairs. Nothing when the key does not exist. End times
  * (revokedAt, expiresAt, exposedAt) become min(stored, new): an empty new value changes nothing, and
  * a stored value that is not a real instant is kept (it already counts as ended, fail closed).
- * Valid timestamps compare as strings. A patch of scopes or limits on a rotated key (rotatedTo set)
+ * Valid timestamps compare as strings. A rotation's claim (`__rotatedFrom`, with `rotatedTo`) writes
+ * nothing unless the stored rotatedTo is `__rotatedFrom` ('' = none): one claim wins. A patch of
+ * scopes or limits on a rotated key (rotatedTo set)
  * writes nothing at all: its restrictions were handed to its successor when rotatedTo was set, in
  * this same script, and must not drift from them. Returns the record after the write.
  */
@@ -75,6 +86,9 @@ local function instant(s)
 end
 if redis.call('HEXISTS', KEYS[1], 'id') == 0 then return false end
 local rotated = redis.call('HGET', KEYS[1], 'rotatedTo')
+for i = 1, #ARGV, 2 do
+  if ARGV[i] == '__rotatedFrom' and (rotated or '') ~= ARGV[i + 1] then return redis.call('HGETALL', KEYS[1]) end
+end
 if rotated and rotated ~= '' then
   for i = 1, #ARGV, 2 do
     if ARGV[i] == 'scopes' or ARGV[i] == 'limits' then return redis.call('HGETALL', KEYS[1]) end
@@ -87,7 +101,7 @@ for i = 1, #ARGV, 2 do
       local cur = redis.call('HGET', KEYS[1], f)
       if not cur or cur == '' or (instant(cur) and v < cur) then redis.call('HSET', KEYS[1], f, v) end
     end
-  else
+  elseif f ~= '__rotatedFrom' then
     redis.call('HSET', KEYS[1], f, v)
   end
 end
@@ -104,7 +118,14 @@ return 1
 
 /** The scripts above, as ioredis defines them on the client (EVALSHA with a fallback to EVAL). */
 interface Scripts {
-  ngReserveKeySlot(key: string, now: number, cap: number, id: string, score: string): Promise<number>;
+  ngReserveKeySlot(
+    key: string,
+    now: number,
+    cap: number,
+    id: string,
+    score: string,
+    replaces: string,
+  ): Promise<number>;
   ngCreateCompany(key: string, ...fields: string[]): Promise<number>;
   ngUpdateCompany(key: string, now: string, ...fields: string[]): Promise<[string[], string[]] | null>;
   ngUpdateKey(key: string, ...fields: string[]): Promise<string[] | null>;
@@ -206,17 +227,41 @@ export class RedisKeyStore implements KeyStore {
     return keys.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
-  async createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult> {
+  async createKey(
+    record: KeyRecord,
+    maxActiveKeys: number,
+    now: string,
+    replaces?: string,
+  ): Promise<CreateKeyResult> {
     if (!(await this.client.exists(this.prefix + 'c:' + record.companyId))) {
       return { ok: false, reason: 'company_not_found' };
     }
     const zkey = this.prefix + 'ca:' + record.companyId;
+    // Only a predecessor that names this key and has its revocation scheduled gives up its place
+    // (its rotatedTo was claimed for this id, so no other writer can change it back).
+    const old = replaces === undefined ? null : await this.getKey(replaces);
+    const handover =
+      old && old.companyId === record.companyId && old.rotatedTo === record.id && old.revokedAt !== null
+        ? old
+        : null;
+    const giveBack = async () => {
+      // A timed-out script may still run later (a paused or failing-over Redis): these commands,
+      // sent after it on the same connection, run after it, so no place is leaked or lost.
+      await this.client.zrem(zkey, record.id).catch(() => undefined);
+      if (handover)
+        await this.client.zadd(zkey, 'LT', activeUntil(handover), handover.id).catch(() => undefined);
+    };
     const reserved = await this.scripts
-      .ngReserveKeySlot(zkey, Date.parse(now), maxActiveKeys, record.id, activeUntil(record))
+      .ngReserveKeySlot(
+        zkey,
+        Date.parse(now),
+        maxActiveKeys,
+        record.id,
+        activeUntil(record),
+        handover?.id ?? '',
+      )
       .catch(async (err: unknown) => {
-        // A timed-out script may still run later (a paused or failing-over Redis): the removal,
-        // sent after it on the same connection, runs after it, so the slot is not leaked.
-        await this.client.zrem(zkey, record.id).catch(() => undefined);
+        await giveBack();
         throw err;
       });
     if (reserved !== 1) return { ok: false, reason: 'too_many_keys' };
@@ -225,8 +270,8 @@ export class RedisKeyStore implements KeyStore {
       await this.client.set(this.prefix + 'k:' + record.id, record.hash);
       await this.client.sadd(this.prefix + 'ck:' + record.companyId, record.id);
     } catch (err) {
-      // Give the slot back so a failed create does not eat the company's cap.
-      await this.client.zrem(zkey, record.id).catch(() => undefined);
+      // Give the place back so a failed create does not eat the company's cap.
+      await giveBack();
       throw err;
     }
     return { ok: true };
@@ -235,13 +280,17 @@ export class RedisKeyStore implements KeyStore {
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null> {
     const hash = await this.client.get(this.prefix + 'k:' + id);
     if (!hash) return null;
-    const fields = Object.entries(fromRecord(patch)).flat();
+    const { rotation, ...fieldsPatch } = patch;
+    const fields = Object.entries(fromRecord(fieldsPatch)).flat();
+    if (rotation) fields.push('rotatedTo', rotation.to ?? '', '__rotatedFrom', rotation.from ?? '');
     const next = toKey(toHash((await this.scripts.ngUpdateKey(this.prefix + 'kh:' + hash, ...fields)) ?? []));
     if (!next) return null;
+    const zkey = this.prefix + 'ca:' + next.companyId;
+    const until = activeUntil(next);
+    // Only an end time changes the place (a label or an exposure flag must not end a rotation's hold).
+    if (patch.revokedAt == null && patch.expiresAt == null) return next;
     // The record's end time only moves earlier, and so does the score: LT never raises it, XX
     // never re-adds a key the cap check already dropped. Writers may reach this line in any order.
-    const until = activeUntil(next);
-    const zkey = this.prefix + 'ca:' + next.companyId;
     if (until !== '+inf' && Number(until) <= Date.now()) await this.client.zrem(zkey, id);
     else await this.client.zadd(zkey, 'XX', 'LT', until, id);
     return next;

@@ -71,8 +71,39 @@ export interface CompanyUpdate {
 
 /** What `updateKey` may change. See `KeyStore.updateKey` for the rules. */
 export type KeyPatch = Partial<
-  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'rotatedTo' | 'label' | 'scopes' | 'limits'>
->;
+  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'label' | 'scopes' | 'limits'>
+> & {
+  /**
+   * A rotation's claim: set `rotatedTo` to `to`, only when it is `from` now (`null`: the key was
+   * not rotated yet). When it is not, the whole patch writes nothing. `to: null` gives a claim
+   * back (a rotation whose new key could not be stored).
+   */
+  rotation?: { to: string | null; from: string | null };
+};
+
+/**
+ * The least time a rotation's claim schedules the old key's revocation for (ms): the old key keeps
+ * its place under the cap (it has no successor yet) while the successor is stored, however short
+ * the grace period; a shorter one is applied once the successor is stored. A rotation that fails
+ * half-way therefore never leaves the old key revoked at once without a successor.
+ */
+export const ROTATION_HOLD_MS = 60_000;
+
+/**
+ * Whether a key counts against its company's active-key cap at `now` (ms): it works, and it is
+ * not on its way out. On its way out is a key that a rotation has replaced (`rotatedTo` names a
+ * key in `existing`) and whose revocation is scheduled: it works until then, but its place
+ * belongs to its successor. So a rotation works at the cap, and once every grace period has
+ * ended the cap holds again. `existing` holds the ids of the company's keys.
+ */
+export function countsAgainstCap(
+  k: Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'rotatedTo'>,
+  existing: ReadonlySet<string>,
+  now: number,
+): boolean {
+  if (!isKeyActive(k, now)) return false;
+  return !(k.rotatedTo !== null && k.revokedAt !== null && existing.has(k.rotatedTo));
+}
 
 /** Cache invalidation message, published by writers and applied by every instance. */
 export type Invalidation = { kind: 'key'; hash: string } | { kind: 'company'; id: string } | { kind: 'all' };
@@ -121,8 +152,18 @@ export interface KeyStore {
   findKeyByHash(hash: string): Promise<KeyRecord | null>;
   getKey(id: string): Promise<KeyRecord | null>;
   listKeys(companyId: string): Promise<KeyRecord[]>;
-  /** Inserts a key unless the company has `maxActiveKeys` unrevoked, unexpired keys (0 = no cap). */
-  createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult>;
+  /**
+   * Inserts a key unless the company has `maxActiveKeys` keys that count against the cap
+   * (`countsAgainstCap`; 0 = no cap). `replaces`: the key this one succeeds in a rotation. When
+   * that key names this record in its `rotatedTo`, has a scheduled revocation and still holds a
+   * place under the cap, the place passes to this key, atomically, also at the cap.
+   */
+  createKey(
+    record: KeyRecord,
+    maxActiveKeys: number,
+    now: string,
+    replaces?: string,
+  ): Promise<CreateKeyResult>;
   /**
    * Sets fields on an existing key, atomically; returns the record right after this write, or null
    * if unknown. `revokedAt`, `expiresAt` and `exposedAt` only ever move EARLIER: the stored value
@@ -132,7 +173,8 @@ export interface KeyStore {
    * cap's back (invariant 5). On a rotated key (`rotatedTo` set) a patch that names `scopes` or
    * `limits` writes nothing and returns the record as it is: rotation reads the restrictions in the
    * same atomic write that sets `rotatedTo` and hands them to the new key, so they must not change
-   * afterwards (change the successor's). Other fields are set as given.
+   * afterwards (change the successor's). A patch with `rotation` writes nothing unless `rotatedTo`
+   * is `rotation.from` (one claim wins). Other fields are set as given.
    */
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null>;
   /** Records last use (only ever later, only on an existing key); best effort, never on the request's critical path. */
@@ -186,10 +228,8 @@ export function hasPassed(at: string | null, now: number): boolean {
   return ms === null || ms <= now;
 }
 
-/** Company and key ids: safe in URLs, headers, Redis key names and log lines. */
-export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** A SHA-256 hex digest (optionally written `sha256:<hex>` in the file store). */
-export const HASH_PATTERN = /^[0-9a-f]{64}$/;
+/** Company and key ids, and key hashes: the field rules live in config/fields.ts. */
+export { HASH_PATTERN, ID_PATTERN } from '../config/field-patterns.js';
 /**
  * Whether a store rejection is an outage (the store cannot be reached or cannot serve right now:
  * connection closed or refused, command timed out, Cluster or replica down, loading) rather than

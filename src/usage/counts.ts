@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../errors.js';
 import { isoSeconds } from '../time.js';
 
 /** The counters kept per company and hour, in the order tables and answers show them. */
@@ -5,6 +6,7 @@ export const USAGE_FIELDS = [
   'allowed',
   'rateLimited',
   'scopeDenied',
+  'refused',
   'upstream2xx',
   'upstream4xx',
   'upstream5xx',
@@ -24,25 +26,74 @@ export const DAY_MS = 86_400_000;
 
 /** All counters at zero. */
 export function emptyCounts(): UsageCounts {
-  return { allowed: 0, rateLimited: 0, scopeDenied: 0, upstream2xx: 0, upstream4xx: 0, upstream5xx: 0 };
+  return Object.fromEntries(USAGE_FIELDS.map((f) => [f, 0])) as UsageCounts;
 }
 
-/** Gateway answers that mean "the upstream failed": counted as the upstream's 5xx. */
-const UPSTREAM_ERRORS: ReadonlySet<string> = new Set(['UPSTREAM_UNREACHABLE', 'UPSTREAM_TIMEOUT']);
+/** What an answer was, for usage: exactly one of these per answer of a known company. */
+export type UsageOutcome = 'allowed' | 'rateLimited' | 'scopeDenied' | 'refused';
 
 /**
- * The counters one finished request adds, from what the pipeline left in `req.gw`: a request of a
- * known company (authenticated) refused by the rate limit (`RATE_LIMITED`) or by its scopes
- * (`SCOPE_DENIED`) counts there; one refused because the limiter was unavailable counts nowhere;
- * every other one was admitted (`allowed`) and, when the answer came from the upstream (or the
- * upstream failed: 502/504), also by its status class. 1xx/3xx answers, aborted requests and
- * answers the gateway made after admission (413, key in the URL) count only as `allowed`.
+ * The outcome of every answer the gateway makes itself, by registry code (src/errors.ts): a new
+ * code does not compile until it is listed here. `allowed`: the request went to the upstream (a
+ * 502/504 is the upstream failing). `refused`: the gateway answered it after authentication, for
+ * another reason than the rate limit or the scopes (a key in the URL, a body over the limit or
+ * with a method override, the limiter or the store unavailable, an internal error); the codes that
+ * come before authentication are never counted (no company is known), but are listed as what
+ * they are. Admin codes never answer the public port.
  */
-export function countsFor(error: string | undefined, status: number): readonly UsageField[] {
-  if (error === 'RATE_LIMITED') return RATE_LIMITED;
-  if (error === 'SCOPE_DENIED') return SCOPE_DENIED;
-  if (error === 'RATE_LIMITER_UNAVAILABLE') return NONE;
-  if (error !== undefined && !UPSTREAM_ERRORS.has(error)) return ALLOWED;
+export const USAGE_OF_ERROR: { readonly [C in ErrorCode]: UsageOutcome } = {
+  MISSING_KEY: 'refused',
+  INVALID_KEY: 'refused',
+  KEY_IN_URL: 'refused',
+  METHOD_OVERRIDE_IN_URL: 'refused',
+  METHOD_OVERRIDE_IN_BODY: 'refused',
+  UNSUPPORTED_FORM_ENCODING: 'refused',
+  COMPANY_INACTIVE: 'refused',
+  API_ACCESS_DISABLED: 'refused',
+  TIER_NOT_CONFIGURED: 'refused',
+  SCOPE_DENIED: 'scopeDenied',
+  HTTPS_REQUIRED: 'refused',
+  BROWSER_REQUEST: 'refused',
+  NOT_FOUND: 'refused',
+  METHOD_NOT_ALLOWED: 'refused',
+  PAYLOAD_TOO_LARGE: 'refused',
+  RATE_LIMITED: 'rateLimited',
+  AUTH_RATE_LIMITED: 'refused',
+  BAD_REQUEST: 'refused',
+  REQUEST_TIMEOUT: 'refused',
+  HEADERS_TOO_LARGE: 'refused',
+  INTERNAL: 'refused',
+  UPSTREAM_UNREACHABLE: 'allowed',
+  STORE_UNAVAILABLE: 'refused',
+  RATE_LIMITER_UNAVAILABLE: 'refused',
+  UPSTREAM_TIMEOUT: 'allowed',
+  ADMIN_INVALID_REQUEST: 'refused',
+  ADMIN_INVALID_JSON: 'refused',
+  ADMIN_UNAUTHORIZED: 'refused',
+  ADMIN_BROWSER_REQUEST: 'refused',
+  ADMIN_LOOPBACK_ONLY: 'refused',
+  ADMIN_FORBIDDEN: 'refused',
+  ADMIN_NOT_FOUND: 'refused',
+  ADMIN_UNKNOWN_ID: 'refused',
+  ADMIN_METHOD_NOT_ALLOWED: 'refused',
+  ADMIN_DUPLICATE_COMPANY: 'refused',
+  ADMIN_KEY_CAP_REACHED: 'refused',
+  ADMIN_KEY_INACTIVE: 'refused',
+  ADMIN_READ_ONLY_STORE: 'refused',
+  ADMIN_PAYLOAD_TOO_LARGE: 'refused',
+  ADMIN_UNSUPPORTED_MEDIA_TYPE: 'refused',
+};
+
+/**
+ * The counters one finished request of a known company adds, from what the pipeline left in
+ * `req.gw`: exactly one outcome (`USAGE_OF_ERROR` for the gateway's own answers; `allowed` for the
+ * upstream's), and for an allowed request the class of the answer when it has one (a 502/504
+ * from a failed upstream is 5xx; 1xx/3xx answers and aborted requests have none).
+ */
+export function countsFor(error: ErrorCode | undefined, status: number): readonly UsageField[] {
+  // `?? 'refused'`: a code from a newer registry than this table (a plugin's own) is a refusal.
+  const outcome = error === undefined ? 'allowed' : (USAGE_OF_ERROR[error] ?? 'refused');
+  if (outcome !== 'allowed') return ONLY[outcome];
   if (status >= 200 && status < 300) return ALLOWED_2XX;
   if (status >= 400 && status < 500) return ALLOWED_4XX;
   if (status >= 500 && status < 600) return ALLOWED_5XX;
@@ -50,9 +101,11 @@ export function countsFor(error: string | undefined, status: number): readonly U
 }
 
 // Shared answers of countsFor: no allocation per request.
-const RATE_LIMITED: readonly UsageField[] = ['rateLimited'];
-const SCOPE_DENIED: readonly UsageField[] = ['scopeDenied'];
-const NONE: readonly UsageField[] = [];
+const ONLY: Record<Exclude<UsageOutcome, 'allowed'>, readonly UsageField[]> = {
+  rateLimited: ['rateLimited'],
+  scopeDenied: ['scopeDenied'],
+  refused: ['refused'],
+};
 const ALLOWED: readonly UsageField[] = ['allowed'];
 const ALLOWED_2XX: readonly UsageField[] = ['allowed', 'upstream2xx'];
 const ALLOWED_4XX: readonly UsageField[] = ['allowed', 'upstream4xx'];

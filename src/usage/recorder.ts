@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../errors.js';
 import { countsFor, emptyCounts, hourStart, USAGE_FIELDS, type UsageCounts } from './counts.js';
 import type { UsageDelta, UsageStore } from './usage-store.js';
 
@@ -31,7 +32,7 @@ export class UsageRecorder {
   }
 
   /** Counts one finished request of a known company (see `countsFor`). */
-  record(companyId: string, error: string | undefined, status: number): void {
+  record(companyId: string, error: ErrorCode | undefined, status: number): void {
     const fields = countsFor(error, status);
     if (!fields.length) return;
     const counts = this.countsOf(companyId, hourStart(this.now()));

@@ -376,6 +376,7 @@ describe('the request path', () => {
 const WITHOUT_UNIT_TEST: Record<string, string> = {
   'cli.ts': 'the bin: test/integration/cli*.test.ts run it as users do',
   'admin/usage-query.ts': 'the usage route: test/integration/usage.test.ts',
+  'config/field-patterns.ts': 'the patterns of the field rules: test/unit/config/fields.test.ts',
   'config/schema.ts': 'through the loader: test/unit/config/load.test.ts',
   'events/admin.ts': 'the webhook routes: test/integration/webhooks.test.ts',
   'events/events.ts': 'the wiring: test/integration/webhooks.test.ts',

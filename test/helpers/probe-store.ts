@@ -120,9 +120,14 @@ export class ProbeKeyStore implements KeyStore {
   listKeys(companyId: string): Promise<KeyRecord[]> {
     return this.around('listKeys', [companyId], () => this.inner.listKeys(companyId));
   }
-  createKey(record: KeyRecord, maxActiveKeys: number, now: string): Promise<CreateKeyResult> {
-    return this.around('createKey', [record, maxActiveKeys, now], () =>
-      this.inner.createKey(record, maxActiveKeys, now),
+  createKey(
+    record: KeyRecord,
+    maxActiveKeys: number,
+    now: string,
+    replaces?: string,
+  ): Promise<CreateKeyResult> {
+    return this.around('createKey', [record, maxActiveKeys, now, replaces], () =>
+      this.inner.createKey(record, maxActiveKeys, now, replaces),
     );
   }
   updateKey(id: string, patch: Parameters<KeyStore['updateKey']>[1]): Promise<KeyRecord | null> {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AdminService } from '../../src/admin/service.js';
 import {
+  countsAgainstCap,
   isKeyActive,
   type Company,
   type CompanyPatch,
@@ -25,10 +26,24 @@ function pick<T>(items: readonly T[]): T {
   return items[Math.floor(Math.random() * items.length)]!;
 }
 
-/** Ids of the company's keys that are active now, as one listKeys call sees them. */
-async function activeIds(store: KeyStore, companyId: string): Promise<Set<string>> {
+/**
+ * Ids of the company's keys that count against the cap now (`countsAgainstCap`: active, and not a
+ * rotation's predecessor on its way out), as one listKeys call sees them.
+ */
+async function countedIds(store: KeyStore, companyId: string): Promise<Set<string>> {
   const now = Date.now();
-  return new Set((await store.listKeys(companyId)).filter((k) => isKeyActive(k, now)).map((k) => k.id));
+  const keys = await store.listKeys(companyId);
+  const ids = new Set(keys.map((k) => k.id));
+  return new Set(keys.filter((k) => countsAgainstCap(k, ids, now)).map((k) => k.id));
+}
+
+/**
+ * Ids of the company's keys that still work once every grace period has ended (the longest is
+ * 90 days): the cap must hold for them however the writes interleaved.
+ */
+async function idsAfterEveryGrace(store: KeyStore, companyId: string): Promise<Set<string>> {
+  const later = Date.now() + 91 * 86_400_000;
+  return new Set((await store.listKeys(companyId)).filter((k) => isKeyActive(k, later)).map((k) => k.id));
 }
 
 const WIDE: Scope[] = [{ route: '/notify/v1' }, { route: '/media' }];
@@ -37,16 +52,17 @@ const LOOSE: RateWindow[] = [{ points: 100, duration: 60 }];
 const TIGHT: RateWindow[] = [{ points: 2, duration: 60 }];
 
 /**
- * The store, with `hook` run once right after the first write that matches `when`: a write of
- * another request lands exactly there (no timing involved). Everything else passes through.
+ * The store, with `hook` run once right after the first call that matches `when` (a write, or the
+ * read of a key by id): a write of another request lands exactly there (no timing involved).
+ * Everything else passes through.
  */
 function interleaved(
   store: KeyStore,
-  when: (op: 'createKey' | 'updateKey', arg: KeyRecord | KeyPatch) => boolean,
+  when: (op: 'createKey' | 'updateKey' | 'getKey', arg: KeyRecord | KeyPatch | string) => boolean,
   hook: () => Promise<void>,
 ): KeyStore {
   let fired = false;
-  const fire = async (op: 'createKey' | 'updateKey', arg: KeyRecord | KeyPatch) => {
+  const fire = async (op: 'createKey' | 'updateKey' | 'getKey', arg: KeyRecord | KeyPatch | string) => {
     if (fired || !when(op, arg)) return;
     fired = true;
     await hook();
@@ -54,8 +70,8 @@ function interleaved(
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === 'createKey')
-        return async (rec: KeyRecord, cap: number, now: string) => {
-          const r = await target.createKey(rec, cap, now);
+        return async (rec: KeyRecord, cap: number, now: string, replaces?: string) => {
+          const r = await target.createKey(rec, cap, now, replaces);
           await fire('createKey', rec);
           return r;
         };
@@ -63,6 +79,12 @@ function interleaved(
         return async (id: string, patch: KeyPatch) => {
           const r = await target.updateKey(id, patch);
           await fire('updateKey', patch);
+          return r;
+        };
+      if (prop === 'getKey')
+        return async (id: string) => {
+          const r = await target.getKey(id);
+          await fire('getKey', id);
           return r;
         };
       const v = Reflect.get(target, prop, receiver) as unknown;
@@ -140,14 +162,14 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
         rotationAgeDays: 90,
       });
 
-    // 1. A narrowing PATCH lands after the rotation read the old key and stored the new one, but
-    //    before it marked the old key rotated: the new key gets the narrowed restrictions.
+    // 1. A narrowing PATCH lands after the rotation read the old key, before its claim marked the
+    //    old key rotated: the new key gets the narrowed restrictions.
     const a = await plain.createKey(co, {});
     assert.ok(a.ok);
     assert.ok((await plain.updateKey(a.value.id, { scopes: WIDE, limits: LOOSE })).ok);
     let patched: Awaited<ReturnType<AdminService['updateKey']>> | undefined;
     const svcA = withHook(
-      (op) => op === 'createKey',
+      (op, arg) => op === 'getKey' && arg === a.value.id,
       async () => {
         patched = await plain.updateKey(a.value.id, { scopes: NARROW, limits: TIGHT });
       },
@@ -164,14 +186,15 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
       'the new key is wider than the old key became',
     );
 
-    // 2. A PATCH that lands right after the old key was marked rotated is refused (409) and
-    //    changes nothing: the old key's restrictions are the ones the new key took over.
+    // 2. A PATCH that lands right after the claim marked the old key rotated (before the new key
+    //    is stored) is refused (409) and changes nothing: the old key's restrictions are the ones
+    //    the new key takes over.
     const b = await plain.createKey(co, {});
     assert.ok(b.ok);
     assert.ok((await plain.updateKey(b.value.id, { scopes: WIDE, limits: LOOSE })).ok);
     let late: Awaited<ReturnType<AdminService['updateKey']>> | undefined;
     const svcB = withHook(
-      (op, arg) => op === 'updateKey' && 'rotatedTo' in arg,
+      (op, arg) => op === 'updateKey' && typeof arg === 'object' && 'rotation' in arg,
       async () => {
         late = await plain.updateKey(b.value.id, { scopes: NARROW });
       },
@@ -289,9 +312,11 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
       } else {
         assert.equal(rotated.status, 409, `trial ${trial}: ${rotated.details}`);
       }
-      // The cap still counts right: at most 2 active keys, whatever more we try to create.
+      // The cap still counts right: at most 2 counted keys, whatever more we try to create, and at
+      // most 2 that work once the grace periods have ended.
       for (let i = 0; i < 3; i++) await svc.createKey(co, {});
-      assert.ok((await activeIds(store, co)).size <= 2, `trial ${trial}: cap exceeded`);
+      assert.ok((await countedIds(store, co)).size <= 2, `trial ${trial}: cap exceeded`);
+      assert.ok((await idsAfterEveryGrace(store, co)).size <= 2, `trial ${trial}: cap exceeded later`);
     }
   });
 
@@ -312,8 +337,8 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
       // active at once at some instant. A non-atomic listKeys cannot make this count too high.
       const sampler = (async () => {
         while (!done) {
-          const a = await activeIds(store, co);
-          const b = await activeIds(store, co);
+          const a = await countedIds(store, co);
+          const b = await countedIds(store, co);
           const both = [...a].filter((id) => b.has(id));
           assert.ok(both.length <= cap, `round ${round}: ${both.length} keys active at once`);
           samples++;
@@ -352,7 +377,54 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
       assert.ok(samples > 0);
       // Fill up to the cap: whatever the interleaving left behind, the store still counts right.
       for (let i = 0; i < cap + 1; i++) await svc.createKey(co, {});
-      assert.ok((await activeIds(store, co)).size <= cap, `round ${round}: cap exceeded at the end`);
+      assert.ok((await countedIds(store, co)).size <= cap, `round ${round}: cap exceeded at the end`);
+      assert.ok(
+        (await idsAfterEveryGrace(store, co)).size <= cap,
+        `round ${round}: more than ${cap} keys still work once every grace period has ended`,
+      );
+    }
+  });
+
+  test('concurrency: at the cap, racing rotations and creates: each key rotates once, no create gets past the cap (10 rounds)', async () => {
+    const store = getStore();
+    const cap = 2;
+    const svc = service(cap);
+    for (let round = 0; round < 10; round++) {
+      const co = `${tag}-atcap-${round}`;
+      assert.ok((await svc.createCompany({ id: co, tier: 'free' })).ok);
+      const live = await svc.createKey(co, { environment: 'live' });
+      const test = await svc.createKey(co, { environment: 'test' });
+      assert.ok(live.ok && test.ok);
+      let done = false;
+      const sampler = (async () => {
+        while (!done) {
+          const a = await countedIds(store, co);
+          const b = await countedIds(store, co);
+          assert.ok([...a].filter((id) => b.has(id)).length <= cap, `round ${round}: over the cap`);
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      // Two rotations of the live key (one wins), one of the test key that revokes it at once (its
+      // place is held for its successor), and creates that must all find the cap full.
+      const [liveA, liveB, test2, ...creates] = await Promise.all([
+        jitter().then(() => svc.rotateKey(live.value.id, {})),
+        jitter().then(() => svc.rotateKey(live.value.id, { gracePeriodSeconds: 3600 })),
+        jitter().then(() => svc.rotateKey(test.value.id, { gracePeriodSeconds: 0 })),
+        ...Array.from({ length: 4 }, () => jitter().then(() => svc.createKey(co, {}))),
+      ]);
+      done = true;
+      await sampler;
+      assert.equal([liveA, liveB].filter((r) => r.ok).length, 1, `round ${round}: the live key rotated once`);
+      for (const r of [liveA, liveB]) if (!r.ok) assert.equal(r.status, 409, `round ${round}: ${r.details}`);
+      assert.ok(test2.ok, `round ${round}: rotation at the cap with no grace: ${JSON.stringify(test2)}`);
+      for (const c of creates)
+        assert.equal(c.ok ? 201 : c.status, 409, `round ${round}: a create got past the cap`);
+      assert.equal((await countedIds(store, co)).size, cap, `round ${round}`);
+      assert.ok((await idsAfterEveryGrace(store, co)).size <= cap, `round ${round}: cap exceeded later`);
+      // The old live key still works during its grace period; the old test key does not.
+      const now = Date.now();
+      assert.equal(isKeyActive((await store.getKey(live.value.id))!, now), true);
+      assert.equal(isKeyActive((await store.getKey(test.value.id))!, now), false);
     }
   });
 
@@ -384,10 +456,21 @@ export function storeConcurrencySuite(getStore: () => KeyStore, tag = 'cc'): voi
     assert.ok(r1.ok);
     const scheduled = r1.value.oldKeyRevokesAt!;
     const r2 = await svc.rotateKey(b.value.id, { gracePeriodSeconds: 86_400 });
-    assert.ok(r2.ok);
-    assert.equal(r2.value.oldKeyRevokesAt, scheduled, 'the answer reports the real, earlier time');
+    assert.equal(r2.ok ? 0 : r2.status, 409, 'a key is rotated once while its successor works');
     assert.equal((await store.getKey(b.value.id))?.revokedAt, scheduled, 'a second rotation postponed it');
-    assert.equal((await store.getKey(b.value.id))?.rotatedTo, r2.value.id);
+    assert.equal((await store.getKey(b.value.id))?.rotatedTo, r1.value.id);
+    // A claim that loses writes nothing; one that wins still cannot postpone the revocation.
+    const postponed = isoSeconds(Date.now() + 7_200_000);
+    const lost = await store.updateKey(b.value.id, {
+      rotation: { to: 'key_x', from: null },
+      revokedAt: later,
+    });
+    assert.deepEqual([lost?.rotatedTo, lost?.revokedAt], [r1.value.id, scheduled]);
+    const won = await store.updateKey(b.value.id, {
+      rotation: { to: 'key_y', from: r1.value.id },
+      revokedAt: postponed,
+    });
+    assert.deepEqual([won?.rotatedTo, won?.revokedAt], ['key_y', scheduled]);
     assert.equal(
       (await store.updateKey(b.value.id, { revokedAt: isoSeconds(Date.now() + 7_200_000) }))?.revokedAt,
       scheduled,

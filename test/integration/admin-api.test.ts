@@ -288,14 +288,19 @@ describe('admin API and key lifecycle on Redis, two instances', () => {
     assert.ok(worst < 1000, `worst ${worst} ms`);
   });
 
-  test('rotation: new key works, the old one keeps working until revoked; a grace period ends it by itself', async () => {
+  test('rotation: new key works, the old one keeps working 7 days or until revoked; a grace period ends it by itself', async () => {
     await api('POST', '/admin/v1/companies', { id: 'rot-co', tier: 'standard' });
     const old = await api('POST', '/admin/v1/companies/rot-co/keys', { label: 'primary' });
     const oldKey = String(old.body.key);
     const rotated = await api('POST', `/admin/v1/keys/${old.body.id}/rotate`, {});
     assert.equal(rotated.status, 201);
     assert.equal(rotated.body.replaces, old.body.id);
-    assert.equal(rotated.body.oldKeyRevokesAt, null);
+    // No grace period given: 7 days (never less: rounded up to the second).
+    const week = Date.parse(String(rotated.body.oldKeyRevokesAt)) - Date.now();
+    assert.ok(
+      week > 7 * 86_400_000 - 60_000 && week <= 7 * 86_400_000 + 1000,
+      String(rotated.body.oldKeyRevokesAt),
+    );
     const newKey = String(rotated.body.key);
     plaintexts.push(oldKey, newKey);
     for (const gw of [a, b]) {

@@ -180,11 +180,19 @@ describe('file store outputs', () => {
     const companies = await cli(['companies', 'list'], env);
     assert.equal(companies.code, 0, companies.stderr);
     assert.ok(!companies.stdout.includes('1970'), companies.stdout);
-    assert.match(companies.stdout, /^acme\s+acme\s+free\s+active\s+true\s+-\s+-\s+-\s+-$/m);
-    assert.match(companies.stderr, /^note: the key file records no creation or update time/m);
+    // Not recorded in the file: when this command read it (a real instant, not an invented past).
+    const at = '\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z';
+    assert.match(
+      companies.stdout,
+      new RegExp(`^acme\\s+acme\\s+free\\s+active\\s+true\\s+-\\s+-\\s+${at}\\s+${at}$`, 'm'),
+    );
+    assert.match(companies.stderr, /^note: the key file records no creation or update time of companies/m);
     assert.equal(companies.stdout.split('\n').length, 3, 'header, one row, final newline');
-    const keys = await cli(['keys', 'list', 'acme'], env);
+    const keys = await cli(['keys', 'list', 'acme', '--json'], env);
     assert.equal(keys.code, 0, keys.stderr);
+    const [k1] = JSON.parse(keys.stdout) as { createdAt: string; rotationDue: boolean }[];
+    assert.ok(Math.abs(Date.parse(k1!.createdAt) - Date.now()) < 60_000, k1!.createdAt);
+    assert.equal(k1!.rotationDue, false, 'an unrecorded createdAt is no reason to rotate');
     assert.match(keys.stderr, /lastUsedAt is kept in the running gateway's memory.*admin API/);
     const audit = await cli(['audit'], env);
     assert.equal(audit.code, 0, audit.stderr);

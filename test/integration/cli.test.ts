@@ -79,18 +79,27 @@ describe('CLI', () => {
     assert.ok(!list.stdout.includes(hashApiKey(k.key)), 'list shows the hash');
     assert.match(list.stdout, /rotationDue/);
 
+    // At the cap of 2 a rotation still works: the old key is on its way out (7 days by default).
     const rot = await cli(['keys', 'rotate', k.id, '--json'], env);
-    assert.equal(rot.code, 1, 'rotation respects the cap of 2 active keys');
+    assert.equal(rot.code, 0, rot.stderr);
+    const rotated = JSON.parse(rot.stdout) as { id: string; replaces: string; oldKeyRevokesAt: string };
+    assert.equal(rotated.replaces, k.id);
+    assert.ok(Date.parse(rotated.oldKeyRevokesAt) > Date.now() + 6 * 86_400_000);
+    assert.equal((await cli(['keys', 'create', 'acme'], env)).code, 1, 'creates still stop at the cap');
+    assert.match((await cli(['keys', 'rotate', k.id], env)).stderr, /was rotated to /, 'once per key');
     const revokeOther = JSON.parse((await cli(['keys', 'list', 'acme', '--json'], env)).stdout) as {
       id: string;
     }[];
-    const other = revokeOther.find((x) => x.id !== k.id)!;
+    const other = revokeOther.find((x) => x.id !== k.id && x.id !== rotated.id)!;
     const rev = await cli(['keys', 'revoke', other.id], env);
     assert.equal(rev.code, 0, rev.stderr);
     assert.match(rev.stdout, /^revoked /);
-    const rot2 = await cli(['keys', 'rotate', k.id, '--grace', '3600', '--json'], env);
+    const rot2 = await cli(['keys', 'rotate', rotated.id, '--grace', '3600'], env);
     assert.equal(rot2.code, 0, rot2.stderr);
-    assert.equal(JSON.parse(rot2.stdout).replaces, k.id);
+    assert.match(
+      rot2.stdout,
+      /The old key stops working at \S+; to stop it sooner: notify-gateway keys revoke /,
+    );
     assert.equal((await cli(['keys', 'revoke', 'missing-id'], env)).code, 1);
 
     const audit = await cli(['audit', '--company', 'acme', '--json'], env);

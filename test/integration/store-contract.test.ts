@@ -19,6 +19,9 @@ import { isoSeconds } from '../../src/time.js';
 import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { storeConcurrencySuite } from '../helpers/store-concurrency.js';
+import { FIELD_CASES, keyFileWith } from '../helpers/field-cases.js';
+import { AdminService } from '../../src/admin/service.js';
+import { findCompanyRecordProblems, findKeyRecordProblems } from '../../src/config/fields.js';
 
 const now = () => isoSeconds(Date.now());
 
@@ -222,8 +225,35 @@ function writableContract(
       await store.ping();
     });
 
+    test('field rules: every record the store hands back passes the one schema per field', async () => {
+      const svc = new AdminService({
+        store,
+        tiers: new Set(['free']),
+        maxActiveKeys: 0,
+        rotationAgeDays: 90,
+      });
+      assert.ok((await svc.createCompany({ id: 'fr-co', name: ' Field Rules ', tier: 'free' })).ok);
+      const k = await svc.createKey('fr-co', {
+        label: 'a',
+        environment: 'test',
+        expiresAt: '2099-01-01T00:00:00Z',
+      });
+      assert.ok(k.ok);
+      assert.ok((await svc.rotateKey(k.value.id, { gracePeriodSeconds: 60 })).ok);
+      await assertSoundRecords(store, 'fr-co');
+    });
+
     storeConcurrencySuite(() => store);
   });
+}
+
+/** Every company and key of `companyId` as the store hands them back passes config/fields.ts. */
+async function assertSoundRecords(store: KeyStore, companyId: string): Promise<void> {
+  const c = await store.getCompany(companyId);
+  assert.deepEqual(findCompanyRecordProblems(c!), [], `company ${companyId}`);
+  const keys = await store.listKeys(companyId);
+  assert.ok(keys.length > 0);
+  for (const k of keys) assert.deepEqual(findKeyRecordProblems(k), [], `key ${k.id}`);
 }
 
 writableContract('memory', async () => new MemoryKeyStore());
@@ -392,6 +422,31 @@ ${keys}
         await s.close();
       }
     }
+  });
+
+  test('field rules: what the file store hands back passes the one schema per field (createdAt too, never 1970)', async () => {
+    await assertSoundRecords(store, 'acme');
+    const k = await store.findKeyByHash(hashApiKey(k1));
+    assert.ok(k && Math.abs(Date.parse(k.createdAt) - Date.now()) < 60_000, k?.createdAt);
+  });
+
+  test('field rules: each worst value of the table is refused by a reload, the last good content kept', async () => {
+    const before = reloads.length;
+    for (const c of FIELD_CASES) {
+      const text =
+        c.place === 'company' ? keyFileWith({ [c.field]: c.value }) : keyFileWith({}, { [c.field]: c.value });
+      writeFileSync(join(dir, 'keys.yaml.tmp'), text);
+      renameSync(join(dir, 'keys.yaml.tmp'), path);
+      store.reload();
+      const r = reloads.at(-1)!;
+      assert.equal(r.ok, false, c.what);
+      assert.ok(!r.ok && r.problems.some((p) => p.includes(c.message)), `${c.what}: ${JSON.stringify(r)}`);
+      assert.ok(
+        (await store.findKeyByHash(hashApiKey(k2))) !== null,
+        `${c.what}: the last good content went`,
+      );
+    }
+    assert.ok(reloads.length >= before + FIELD_CASES.length);
   });
 
   test('parseKeyFile lists every problem without echoing a hash', () => {

@@ -16,13 +16,14 @@ function total(buckets: Record<string, unknown>[]): UsageCounts {
   return sum;
 }
 
-/** What the clients saw, as the usage counters must report it. */
+/** What the clients saw, as the usage counters must report it (401: the key's material in the URL). */
 function expectedFrom(statuses: number[]): UsageCounts {
-  const admitted = statuses.filter((s) => s !== 429);
+  const admitted = statuses.filter((s) => s !== 429 && s !== 401);
   return {
     allowed: admitted.length,
-    rateLimited: statuses.length - admitted.length,
+    rateLimited: statuses.filter((s) => s === 429).length,
     scopeDenied: 0,
+    refused: statuses.filter((s) => s === 401).length,
     upstream2xx: admitted.filter((s) => s >= 200 && s < 300).length,
     upstream4xx: admitted.filter((s) => s >= 400 && s < 500).length,
     upstream5xx: admitted.filter((s) => s >= 500).length,
@@ -80,9 +81,15 @@ describe('usage per company: two instances on one Redis', () => {
     );
     assert.equal(await call(b, '/ok', betaKey), 200);
     assert.equal(await call(a, '/ok', 'nk_live_not-a-valid-key'), 401); // no company: counted nowhere
+    // 24 characters of acme's own key in the URL: refused right after authentication (401
+    // KEY_IN_URL), before any quota. A refusal, never "allowed".
+    const secret = acmeKey.slice('nk_live_'.length);
+    statuses.push(await call(b, `/x${secret.slice(3, 27)}`, acmeKey));
+    assert.equal(statuses.at(-1), 401);
     const want = expectedFrom(statuses);
     assert.equal(want.allowed, 12, JSON.stringify(statuses));
     assert.equal(want.rateLimited, 15);
+    assert.equal(want.refused, 1);
 
     const api = adminApi(a.adminPort);
     const before = await api('GET', '/admin/v1/companies/acme/usage');
@@ -163,7 +170,7 @@ describe('usage per company: two instances on one Redis', () => {
     assert.deepEqual(total(report.buckets), { ...total([]), allowed: 2, upstream2xx: 2 });
     const tableRun = await runCli(['usage', 'beta', '--granularity', 'day'], env);
     assert.equal(tableRun.code, 0, tableRun.stderr);
-    assert.match(tableRun.stdout, /^start\s+allowed\s+rateLimited\s+scopeDenied\s+upstream2xx/);
+    assert.match(tableRun.stdout, /^start\s+allowed\s+rateLimited\s+scopeDenied\s+refused\s+upstream2xx/);
     const bad = await runCli(['usage', 'beta', '--granularity', 'week'], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--granularity: must be one of hour, day/);

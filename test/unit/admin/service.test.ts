@@ -398,7 +398,7 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
     });
   });
 
-  test('rotation without a grace period: the old key stays active, points at the new one, both are announced', async () => {
+  test('rotation without a grace period: the old key works 7 more days, points at the new one, both are announced', async () => {
     const { svc, audit, published } = probed();
     await svc.createCompany({ id: 'c' });
     const k = await svc.createKey('c', {
@@ -410,15 +410,17 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
     published.length = 0;
     const r = await svc.rotateKey(k.value.id, undefined, 'ops');
     assert.ok(r.ok);
+    // 7 days from 00:00:00.250, rounded up to the second: never shorter than asked.
+    const ends = '2026-01-08T00:00:01Z';
     assert.deepEqual(
       [r.value.environment, r.value.label, r.value.expiresAt, r.value.replaces, r.value.oldKeyRevokesAt],
-      ['test', 'a', '2026-06-01T00:00:00Z', k.value.id, null],
+      ['test', 'a', '2026-06-01T00:00:00Z', k.value.id, ends],
     );
     const old = await svc.getKey(k.value.id);
     assert.ok(old.ok);
     assert.deepEqual(
       [old.value.status, old.value.rotatedTo, old.value.revokedAt],
-      ['active', r.value.id, null],
+      ['revoking', r.value.id, ends],
     );
     assert.deepEqual(published, [
       { kind: 'key', hash: hashApiKey(r.value.key) },
@@ -431,10 +433,41 @@ describe('AdminService: answers, audit and invalidations, field by field', () =>
       keyId: k.value.id,
       keyPrefix: k.value.prefix,
       actor: 'ops',
-      details: { newKeyId: r.value.id, newKeyPrefix: r.value.prefix, oldKeyRevokesAt: null },
+      details: { newKeyId: r.value.id, newKeyPrefix: r.value.prefix, oldKeyRevokesAt: ends },
     });
-    const relabelled = await svc.rotateKey(r.value.id, { label: 'b' });
-    assert.ok(!relabelled.ok, 'the cap of 2 holds: the rotated key still counts');
+    // A key is rotated once: the second rotation names the successor and changes nothing.
+    assert.deepEqual(failure(await svc.rotateKey(k.value.id, { gracePeriodSeconds: 0 })), {
+      code: 'ADMIN_KEY_INACTIVE',
+      status: 409,
+      error: 'Conflict',
+      details: `key ${k.value.id} was rotated to ${r.value.id}, and stops working at ${ends}; rotate ${r.value.id} instead`,
+    });
+    assert.equal((await svc.getKey(k.value.id)).ok && (await svc.getKey(k.value.id)).ok, true);
+  });
+
+  test('the cap of 2 with a live and a test key: each rotates, creates stay refused until the grace periods end', async () => {
+    const { svc, advance } = probed();
+    await svc.createCompany({ id: 'c' });
+    const live = await svc.createKey('c', { environment: 'live' });
+    const test = await svc.createKey('c', { environment: 'test' });
+    assert.ok(live.ok && test.ok);
+    assert.equal(failure(await svc.createKey('c', {})).code, 'ADMIN_KEY_CAP_REACHED');
+    const live2 = await svc.rotateKey(live.value.id, {});
+    assert.ok(live2.ok, 'rotation works at the cap');
+    const test2 = await svc.rotateKey(test.value.id, { gracePeriodSeconds: 3600 });
+    assert.ok(test2.ok, 'so does the second one');
+    const live3 = await svc.rotateKey(live2.value.id, {});
+    assert.ok(live3.ok, "and a rotation of a successor during its predecessor's grace period");
+    // Four keys work now (two on their way out), but no create gets past the cap.
+    assert.equal(failure(await svc.createKey('c', {})).code, 'ADMIN_KEY_CAP_REACHED');
+    const working = async () =>
+      ((await svc.listKeys('c')) as { ok: true; value: { status: string }[] }).value.filter(
+        (k) => k.status === 'active' || k.status === 'revoking',
+      ).length;
+    assert.equal(await working(), 5);
+    advance(7 * 86_400_000 + 2000); // every grace period has ended
+    assert.equal(await working(), 2, 'the cap holds once the grace periods have ended');
+    assert.equal(failure(await svc.createKey('c', {})).code, 'ADMIN_KEY_CAP_REACHED');
   });
 
   test('a key past its expiry is "expired" and never rotation-due', async () => {
@@ -667,23 +700,34 @@ describe('AdminService: a write that fails with a store outage may land later', 
     );
   });
 
-  test('a rotation whose old-key write fails: the new key, never delivered, is revoked once it is seen', async () => {
-    const { svc, store, audit } = outage();
+  test('a rotation whose claim fails stores nothing; one whose new key fails can be retried', async () => {
+    const { svc, store } = outage();
     await svc.createCompany({ id: 'acme' });
     const k = await svc.createKey('acme', {});
     assert.ok(k.ok);
     store.fail('updateKey', timedOut());
     await assert.rejects(svc.rotateKey(k.value.id, {}), /timed out/);
     store.heal();
-    await wait(100);
-    const keys = await store.listKeys('acme');
-    const fresh = keys.find((x) => x.id !== k.value.id)!;
-    assert.ok(fresh.revokedAt, 'the undelivered key was left active');
-    assert.equal((await store.getKey(k.value.id))!.revokedAt, null, 'the old key keeps working');
     assert.deepEqual(
-      audit.filter((e) => e.keyId === fresh.id).map((e) => [e.event, e.details?.late]),
-      [['key.revoked', true]],
+      (await store.listKeys('acme')).map((x) => [x.id, x.rotatedTo, x.revokedAt]),
+      [[k.value.id, null, null]],
+      'the old key is as it was, no new key',
     );
+    // The claim lands, the new key does not: the old key's revocation stays scheduled (final; a
+    // minute away at least, whatever the grace period), the claim is given back, so a retry works.
+    store.fail('createKey', timedOut());
+    await assert.rejects(svc.rotateKey(k.value.id, { gracePeriodSeconds: 0 }), /timed out/);
+    store.heal();
+    const claimed = (await store.getKey(k.value.id))!;
+    assert.equal(claimed.rotatedTo, null, 'the claim was given back');
+    assert.ok(Date.parse(claimed.revokedAt!) >= Date.now() + 55_000, 'the old key still works a minute');
+    const retry = await svc.rotateKey(k.value.id, { gracePeriodSeconds: 3600 });
+    assert.ok(retry.ok, JSON.stringify(retry));
+    assert.equal(retry.value.oldKeyRevokesAt, claimed.revokedAt, 'the earlier end stays');
+    assert.equal((await store.getKey(k.value.id))!.rotatedTo, retry.value.id);
+    // Now the successor works: a third rotation of the old key is refused and changes nothing.
+    assert.equal((await svc.rotateKey(k.value.id, {})).ok, false);
+    assert.equal((await store.getKey(k.value.id))!.rotatedTo, retry.value.id);
   });
 });
 
@@ -751,7 +795,7 @@ describe('AdminService: input rules seen in the answers', () => {
     );
     assert.equal(
       failure(await svc.createCompany({ id: 'c', tier: 'a b' })).details,
-      'tier: (a name that is not shown) is not a configured tier (free, standard)',
+      'tier: must be 1-32 lowercase letters, digits, "_" or "-"',
     );
     assert.equal(
       failure(await svc.createCompany({ id: 'c', tier: 'gold', 'a b': 1, 'x;': 2 })).details,
@@ -900,7 +944,7 @@ describe('AdminService: key PATCH and rotation carry the restrictions', () => {
     );
   });
 
-  test("a PATCH that lands between the rotation's read and its write is handed over to the new key", async () => {
+  test("a PATCH that lands between the rotation's read and its claim is handed over to the new key", async () => {
     const { svc, store, audit, published } = probed();
     await svc.createCompany({ id: 'c' });
     const k = await svc.createKey('c', {});
@@ -923,8 +967,7 @@ describe('AdminService: key PATCH and rotation carry the restrictions', () => {
       [SCOPES, LIMITS, '2026-03-01T00:00:00Z', null],
     );
     assert.deepEqual(published, [
-      { kind: 'key', hash: rec.hash }, // stored with what the first read saw
-      { kind: 'key', hash: rec.hash }, // corrected
+      { kind: 'key', hash: rec.hash }, // created with what the claim saw: no correction needed
       { kind: 'key', hash: hashApiKey(k.value.key) },
     ]);
     assert.deepEqual(
@@ -933,41 +976,22 @@ describe('AdminService: key PATCH and rotation carry the restrictions', () => {
     );
   });
 
-  test('when the new key cannot take over the restrictions, it is revoked and never delivered', async () => {
-    const { svc, store, audit, published } = probed();
+  test("a PATCH that lands between the rotation's claim and its new key is refused; the new key is never wider", async () => {
+    const { svc, store } = probed();
     await svc.createCompany({ id: 'c' });
     const k = await svc.createKey('c', {});
     assert.ok(k.ok);
-    published.length = 0;
-    const releaseRead = store.hold('getKey');
-    const releaseCreate = store.hold('createKey');
+    assert.ok((await svc.updateKey(k.value.id, { limits: LIMITS })).ok);
+    const release = store.hold('createKey');
     const rotation = svc.rotateKey(k.value.id, {}, 'ops');
-    rotation.catch(() => undefined);
-    await store.inner.updateKey(k.value.id, { limits: LIMITS });
-    releaseRead();
     while (store.count('createKey') < 2) await new Promise((r) => setImmediate(r));
-    // The new key, stored but not yet delivered, is rotated in the meantime: its limits are frozen.
-    const fresh = (await store.inner.listKeys('c')).find((x) => x.id !== k.value.id)!;
-    await store.inner.updateKey(fresh.id, { rotatedTo: 'key_elsewhere' });
-    releaseCreate();
-    await assert.rejects(rotation, {
-      message: `rotation of ${k.value.id}: the new key could not take over its restrictions`,
-    });
-    const rec = (await store.inner.getKey(fresh.id))!;
-    assert.deepEqual([rec.limits, rec.revokedAt], [null, '2026-01-01T00:00:00Z']);
-    assert.deepEqual(published, [
-      { kind: 'key', hash: fresh.hash },
-      { kind: 'key', hash: fresh.hash },
-    ]);
-    assert.deepEqual(audit.at(-1), {
-      at: '2026-01-01T00:00:00Z',
-      event: 'key.revoked',
-      companyId: 'c',
-      keyId: fresh.id,
-      keyPrefix: fresh.prefix,
-      actor: 'ops',
-      details: { reason: "rotation could not hand over the old key's restrictions; never delivered" },
-    });
+    const patch = await svc.updateKey(k.value.id, { limits: null, scopes: null });
+    assert.equal(failure(patch).status, 409);
+    release();
+    const r = await rotation;
+    assert.ok(r.ok);
+    assert.deepEqual((await store.inner.getKey(r.value.id))?.limits, LIMITS);
+    assert.deepEqual((await store.inner.getKey(k.value.id))?.limits, LIMITS);
   });
 });
 
@@ -1307,25 +1331,22 @@ describe('AdminService: late landings after an outage, tick by tick (mocked cloc
     assert.equal(audit.length, 3);
   });
 
-  test('a rotation whose hand-over write times out: the new key is revoked once the store is back', async () => {
+  test("a rotation whose new key's write times out and lands later: the new key is revoked once it shows up", async () => {
     const { svc, store, audit } = late();
     const k = await keyOf(svc);
-    const releaseRead = store.hold('getKey');
-    const rotation = svc.rotateKey(k.id, {}, 'ops');
-    rotation.catch(() => undefined);
-    await store.inner.updateKey(k.id, { limits: LIMITS });
-    store.fail('updateKey', timedOut(), (id) => id !== k.id); // only the new key's writes
-    releaseRead();
-    await assert.rejects(rotation, /timed out/);
-    const fresh = (await store.inner.listKeys('c')).find((x) => x.id !== k.id)!;
-    await tick();
-    assert.equal(fresh.revokedAt, null);
+    const land = store.defer('createKey', timedOut());
+    await assert.rejects(svc.rotateKey(k.id, {}, 'ops'), /timed out/);
     store.heal();
+    await tick();
+    await land(); // the timed-out write runs now
+    const fresh = (await store.inner.listKeys('c')).find((x) => x.id !== k.id)!;
+    assert.equal(fresh.revokedAt, null);
     await tick();
     assert.equal((await store.inner.getKey(fresh.id))!.revokedAt, AT);
     assert.deepEqual(
       audit.filter((e) => e.keyId === fresh.id).map((e) => [e.event, e.actor, e.details]),
       [
+        ['key.created', 'ops', { late: true }],
         [
           'key.revoked',
           'ops',
@@ -1333,6 +1354,31 @@ describe('AdminService: late landings after an outage, tick by tick (mocked cloc
         ],
       ],
     );
+  });
+
+  test('a rotation claim that times out and lands later is audited late and published', async () => {
+    const { svc, store, audit, published } = late();
+    const k = await keyOf(svc);
+    const land = store.defer('updateKey', timedOut());
+    published.length = 0;
+    await assert.rejects(svc.rotateKey(k.id, {}, 'ops'), /timed out/);
+    store.heal();
+    await tick();
+    assert.equal(audit.filter((e) => e.event === 'key.rotated').length, 0);
+    await land();
+    await tick();
+    const old = (await store.inner.getKey(k.id))!;
+    assert.ok(old.revokedAt, 'the claim landed');
+    assert.equal(old.rotatedTo, null, 'and was given back: no new key stands behind it');
+    assert.deepEqual(
+      audit
+        .filter((e) => e.event === 'key.rotated')
+        .map((e) => [e.keyId, e.details?.late, e.details?.newKeyStored]),
+      [[k.id, true, false]],
+    );
+    assert.ok(published.filter((m) => m.kind === 'key' && m.hash === old.hash).length >= 2);
+    // Its successor never came to be: the rotation can be made again.
+    assert.ok((await svc.rotateKey(k.id, {})).ok);
   });
 
   test('a write that fails with an error that is no outage is not re-read or published', async () => {
@@ -1348,17 +1394,12 @@ describe('AdminService: late landings after an outage, tick by tick (mocked cloc
   });
 
   test('a rotation write that fails with an error that is no outage leaves nothing in the background', async () => {
-    for (const step of ['old key', 'hand-over'] as const) {
+    for (const step of ['updateKey', 'createKey'] as const) {
       const { svc, store, published } = late();
       const k = await keyOf(svc);
-      const releaseRead = store.hold('getKey');
-      const rotation = svc.rotateKey(k.id, {});
-      rotation.catch(() => undefined);
-      if (step === 'hand-over') await store.inner.updateKey(k.id, { limits: LIMITS });
       const boom = new Error('ERR script bug');
-      store.fail('updateKey', boom, (id) => (step === 'old key' ? id === k.id : id !== k.id));
-      releaseRead();
-      await assert.rejects(rotation, (err) => err === boom);
+      store.fail(step, boom);
+      await assert.rejects(svc.rotateKey(k.id, {}), (err) => err === boom);
       const [reads, sent] = [store.count('getKey'), published.length];
       await tick();
       await tick();

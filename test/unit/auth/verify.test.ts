@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../../src/auth/api-key.js';
-import { KeyVerifier, type CacheOutcome, type VerifierOptions } from '../../../src/auth/verify.js';
+import {
+  KeyVerifier,
+  type CacheOutcome,
+  type RefusedRecord,
+  type VerifierOptions,
+} from '../../../src/auth/verify.js';
 import { GatewayError } from '../../../src/errors.js';
 import { MemoryKeyStore } from '../../../src/store/memory-store.js';
 import type { Company, KeyRecord, KeyStore } from '../../../src/store/types.js';
@@ -619,5 +624,116 @@ describe('KeyVerifier: cache bookkeeping', () => {
     assert.ok(!expired.ok);
     assert.equal(expired.reason, 'expired');
     assert.equal(expired.key, before.key);
+  });
+});
+
+describe('KeyVerifier: a stored record that breaks the field rules fails closed (INVARIANTS 1, 15)', () => {
+  const KEY_AS_TEXT = generateApiKey('live');
+  const refusedBy = async (f: Fixture, refused: RefusedRecord[], key: string) => {
+    const want = { ok: false, code: 'INVALID_KEY', reason: 'invalid_record' };
+    assert.deepEqual(await f.verifier.verify(key), want);
+    assert.deepEqual(f.verifier.verifyCached(key), want);
+    assert.deepEqual(await f.verifier.verify(key), want);
+    assert.equal(refused.length, 1, 'reported once per cached record');
+    assert.ok(!JSON.stringify(refused).includes(KEY_AS_TEXT), 'a report never quotes the value');
+  };
+
+  for (const [what, over, fields, shown] of [
+    ['a key as its id', { id: KEY_AS_TEXT }, ['id'], { companyId: 'acme' }],
+    [
+      'a key in its label',
+      { label: `backup ${KEY_AS_TEXT}` },
+      ['label'],
+      { keyId: 'key_1', companyId: 'acme' },
+    ],
+    ['a forged prefix', { prefix: 'nk_test_AbC123' }, ['prefix'], { keyId: 'key_1', companyId: 'acme' }],
+    ['a prefix holding the key', { prefix: KEY_AS_TEXT }, ['prefix'], { keyId: 'key_1', companyId: 'acme' }],
+    [
+      'a free-text environment',
+      { environment: 'Live Prod' },
+      ['environment', 'prefix'],
+      { keyId: 'key_1', companyId: 'acme' },
+    ],
+    [
+      'an environment its prefix does not name',
+      { environment: 'test' },
+      ['prefix'],
+      { keyId: 'key_1', companyId: 'acme' },
+    ],
+    [
+      'a createdAt that is no instant',
+      { createdAt: '1970-13-01T00:00:00Z' },
+      ['createdAt'],
+      { keyId: 'key_1', companyId: 'acme' },
+    ],
+  ] as const) {
+    test(`a key record with ${what}: INVALID_KEY (invalid_record) on both paths, reported by field name`, async () => {
+      const refused: RefusedRecord[] = [];
+      const f = await setup({ onRecordRefused: (r) => refused.push(r) });
+      await replaceRecords(f, [{ ...f.record, ...over }]);
+      await refusedBy(f, refused, f.key);
+      assert.deepEqual(refused[0], { kind: 'key', reason: 'invalid_record', ...shown, fields: [...fields] });
+      await settle();
+      assert.equal(f.probe.count('touchKey'), 0, 'a refused record records no use');
+    });
+  }
+
+  test('a key whose company id, or whose company, holds a key: refused, the id never reported', async () => {
+    const refused: RefusedRecord[] = [];
+    const f = await setup({ onRecordRefused: (r) => refused.push(r) });
+    const acme = (await f.probe.inner.getCompany('acme'))!;
+    await replaceRecords(f, [{ ...f.record, companyId: KEY_AS_TEXT }], [{ ...acme, id: KEY_AS_TEXT }]);
+    await refusedBy(f, refused, f.key);
+    assert.deepEqual(refused[0], {
+      kind: 'key',
+      reason: 'invalid_record',
+      keyId: 'key_1',
+      fields: ['companyId'],
+    });
+
+    const named: RefusedRecord[] = [];
+    const g = await setup({ onRecordRefused: (r) => named.push(r) });
+    await replaceRecords(g, [{ ...g.record }], [{ ...acme, name: `Acme ${KEY_AS_TEXT}` }]);
+    await refusedBy(g, named, g.key);
+    assert.deepEqual(named[0], {
+      kind: 'company',
+      reason: 'invalid_record',
+      companyId: 'acme',
+      fields: ['name'],
+    });
+  });
+
+  test('a company on a tier the config lacks: TIER_NOT_CONFIGURED on both paths, reported with its tier', async () => {
+    const refused: RefusedRecord[] = [];
+    const f = await setup({ tiers: new Set(['free']), onRecordRefused: (r) => refused.push(r) });
+    const want = { ok: false, code: 'TIER_NOT_CONFIGURED', reason: 'tier_missing' };
+    assert.deepEqual(await f.verifier.verify(f.key), want);
+    assert.deepEqual(f.verifier.verifyCached(f.key), want);
+    assert.deepEqual(refused, [
+      { kind: 'company', reason: 'tier_missing', companyId: 'acme', tier: 'standard', fields: ['tier'] },
+    ]);
+    // Moved to a configured tier (an admin PATCH publishes the change): it works at once.
+    await f.probe.inner.updateCompany('acme', { tier: 'free' }, isoSeconds(T0));
+    await f.probe.inner.publish({ kind: 'company', id: 'acme' });
+    assert.equal((await f.verifier.verify(f.key)).ok, true);
+    // Without a tier list the verifier leaves tiers to the limiter.
+    const g = await setup();
+    assert.equal((await g.verifier.verify(g.key)).ok, true);
+  });
+});
+
+describe('KeyVerifier: the negative cache is bounded apart from the records', () => {
+  test('a flood of unknown keys never pushes a valid key out, and holds at most maxEntries of them', async () => {
+    const f = await setup({ maxEntries: 100 });
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    const lookups = f.probe.count('findKeyByHash');
+    for (let i = 0; i < 350; i++) {
+      const r = await f.verifier.verify(generateApiKey('live'));
+      assert.equal(!r.ok && r.reason, 'unknown');
+    }
+    assert.equal(f.verifier.unknownKeys, 100, 'bounded by maxEntries');
+    assert.ok(f.verifier.verifyCached(f.key)?.ok, 'the valid key is still cached');
+    assert.ok((await f.verifier.verify(f.key)).ok);
+    assert.equal(f.probe.count('findKeyByHash'), lookups + 350, 'no store lookup for the valid key');
   });
 });

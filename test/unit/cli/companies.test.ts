@@ -11,21 +11,28 @@ describe('companies on the file store', () => {
     const r = await run('companies', 'list');
     assert.equal(r.code, 0);
     assert.deepEqual(r.stdout.split('\n')[0]!.split(/\s+/), [...COMPANY_COLUMNS]);
-    assert.match(r.stdout.split('\n')[1]!, /^acme\s+Acme\s+free\s+active\s+true\s+-\s+-\s+-\s+-$/);
+    // No time in the key file: createdAt and updatedAt are when the command read it.
+    assert.match(
+      r.stdout.split('\n')[1]!,
+      /^acme\s+Acme\s+free\s+active\s+true\s+-\s+-\s+(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\s+\1$/,
+    );
     assert.match(r.stderr, /^note: the key file records no creation or update time/);
   });
 
   test('get --json: the record as JSON on stdout; the note stays on stderr', async () => {
     const r = await run('companies', 'get', 'acme', '--json');
     assert.equal(r.code, 0);
-    assert.deepEqual(JSON.parse(r.stdout), {
+    const c = JSON.parse(r.stdout) as Record<string, unknown>;
+    assert.match(String(c.createdAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.notEqual(c.createdAt, '1970-01-01T00:00:00Z');
+    assert.deepEqual(c, {
       id: 'acme',
       name: 'Acme',
       tier: 'free',
       status: 'active',
       apiAccess: true,
-      createdAt: '1970-01-01T00:00:00Z',
-      updatedAt: '1970-01-01T00:00:00Z',
+      createdAt: c.createdAt,
+      updatedAt: c.createdAt,
       scopes: null,
       limits: null,
     });

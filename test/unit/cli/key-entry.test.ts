@@ -37,7 +37,7 @@ test('what the key file would refuse is refused here, exit 2', () => {
     e instanceof CliExit && e.exitCode === 2 && pattern.test(e.message);
   assert.throws(
     () => generateKeyEntry({ environment: 'Live' }),
-    usage(/^--environment must be 2-16 lowercase/),
+    usage(/^--environment: must be 2-16 lowercase/),
   );
   assert.throws(() => generateKeyEntry({ environment: 'live', id: '-x' }), usage(/^--id: must be 1-64/));
   assert.throws(() => generateKeyEntry({ environment: 'live', id: generateApiKey('live') }), usage(/^--id:/));

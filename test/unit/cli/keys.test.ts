@@ -77,7 +77,7 @@ describe('the texts of a new key', () => {
   test('rotate: when the old key stops, or how to revoke it', () => {
     assert.match(
       rotatedKeyText({ ...key, replaces: 'key_1', oldKeyRevokesAt: '2026-01-02T00:00:00Z' }),
-      /^new key id: key_2 \(replaces key_1\)\n[^]*\n\nnk_live_NEW\n\n[^]*The old key stops working at 2026-01-02T00:00:00Z\.\n$/,
+      /^new key id: key_2 \(replaces key_1\)\n[^]*\n\nnk_live_NEW\n\n[^]*The old key stops working at 2026-01-02T00:00:00Z; to stop it sooner: notify-gateway keys revoke key_1\n$/,
     );
     assert.match(
       rotatedKeyText({ ...key, replaces: 'key_1', oldKeyRevokesAt: null }),

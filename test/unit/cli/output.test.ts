@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EPOCH, inCliWords, jsonText, table } from '../../../src/cli/output.js';
+import { inCliWords, jsonText, table } from '../../../src/cli/output.js';
 
 test('table: a header line, one line per row, columns two spaces apart, no trailing spaces', () => {
   const out = table(
@@ -13,11 +13,14 @@ test('table: a header line, one line per row, columns two spaces apart, no trail
   assert.equal(out, 'id    tier        note\nacme  free        x\nb     enterprise\n');
 });
 
-test('table: no rows is (none); null, undefined and the key file epoch are "-"', () => {
+test('table: no rows is (none); null and undefined are "-", every time is shown as stored', () => {
   assert.equal(table([], ['id']), '(none)\n');
   assert.equal(
-    table([{ a: null, b: undefined, c: EPOCH, d: '2026-01-02T03:04:05Z' }], ['a', 'b', 'c', 'd']),
-    'a  b  c  d\n-  -  -  2026-01-02T03:04:05Z\n',
+    table(
+      [{ a: null, b: undefined, c: '1970-01-01T00:00:00Z', d: '2026-01-02T03:04:05Z' }],
+      ['a', 'b', 'c', 'd'],
+    ),
+    'a  b  c                     d\n-  -  1970-01-01T00:00:00Z  2026-01-02T03:04:05Z\n',
   );
 });
 
