@@ -31,9 +31,9 @@ until grep -q '^Press Ctrl+C to stop' /tmp/demo.out; do
   sleep 0.2
 done
 cat /tmp/demo.out
-grep -F '  gateway   http://127.0.0.1:8080/notify/v1' /tmp/demo.out
-grep -F '  admin API http://127.0.0.1:8081/admin/v1' /tmp/demo.out
-grep -F '  console   http://127.0.0.1:8081/console/' /tmp/demo.out
+grep -qF '  gateway   http://127.0.0.1:8080/notify/v1' /tmp/demo.out
+grep -qF '  admin API http://127.0.0.1:8081/admin/v1' /tmp/demo.out
+grep -qF '  console   http://127.0.0.1:8081/console/' /tmp/demo.out
 # Each printed command under a "# NNN: ..." line answers NNN (the 429 loop: among its answers).
 awk '/^# [0-9][0-9][0-9]:/ { code = substr($2, 1, 3); next } code && /^(curl|for) / { print code "\t" $0; code = "" }' \
   /tmp/demo.out >/tmp/demo.commands
