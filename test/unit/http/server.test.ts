@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -253,5 +254,34 @@ describe('listen and drain', () => {
     await stuckInApp;
     await drain(stuck, 50);
     assert.equal(await cut, 'cut');
+  });
+
+  test('while draining, both servers answer with Connection: close, also a keep-alive request on a connection opened before', async () => {
+    for (const make of [
+      (app: (req: unknown, res: ServerResponse) => void) => createAdminServer(app),
+      (app: (req: unknown, res: ServerResponse) => void) => createGatewayServer(serverSettings(), app),
+    ]) {
+      const server = make(countingApp().app);
+      const port = await started(server);
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const get = () =>
+        new Promise<{ connection: string | undefined; reused: boolean }>((resolve, reject) => {
+          const req = httpRequest({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ connection: res.headers.connection, reused: req.reusedSocket }));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      try {
+        assert.equal((await get()).connection, 'keep-alive');
+        const drained = drain(server, 5000);
+        assert.deepEqual(await get(), { connection: 'close', reused: true });
+        await drained;
+        assert.equal(server.listening, false);
+      } finally {
+        agent.destroy();
+      }
+    }
   });
 });
