@@ -13,6 +13,7 @@ export type DenyReason =
   | 'unknown'
   | 'revoked'
   | 'expired'
+  | 'disabled'
   | 'orphan'
   | 'company_inactive'
   | 'api_access_disabled';
@@ -156,12 +157,19 @@ export class KeyVerifier {
     return parsed.ok ? null : { ok: false, code: 'INVALID_KEY', reason: parsed.reason };
   }
 
-  /** The key record's own checks (known, not revoked, not expired): a refusal, or null. */
+  /** The key record's own checks (known, not revoked, not expired, not disabled): a refusal, or null. */
   private checkKey(key: KeyRecord | null, now: number): Verification | null {
     if (!key) return { ok: false, code: 'INVALID_KEY', reason: 'unknown' };
-    if (isActiveAt(key, now)) return null;
+    const active = isActiveAt(key, now);
+    // Disabled (reversibly): the same 401 as a revoked key, so a client cannot tell them apart.
+    if (active && (key.disabledAt ?? null) === null) return null;
     const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
-    return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired', key };
+    return {
+      ok: false,
+      code: 'INVALID_KEY',
+      reason: active ? 'disabled' : revoked ? 'revoked' : 'expired',
+      key,
+    };
   }
 
   /** The company's checks, then the key's use recorded: the final answer for an active key. */

@@ -50,6 +50,8 @@ const fileKeySchema = z
     createdAt: timestamp.optional(),
     expiresAt: timestamp.optional(),
     revokedAt: timestamp.optional(),
+    /** Disabled since (reversible; `apply --prune` writes it, `export` keeps it). */
+    disabledAt: timestamp.optional(),
     scopes: scopeListSchema.optional(),
     limits: windowListSchema.nullable().optional(),
   })
@@ -217,6 +219,7 @@ function toRecords(data: z.infer<typeof fileSchema>): { companies: Company[]; ke
         lastUsedAt: null,
         exposedAt: null,
         rotatedTo: null,
+        disabledAt: k.disabledAt ?? null,
         scopes: k.scopes ?? null,
         limits: k.limits ?? null,
       });

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -258,8 +258,9 @@ describe('listen and drain', () => {
 
   test('while draining, both servers answer with Connection: close, also a keep-alive request on a connection opened before', async () => {
     for (const make of [
-      (app: (req: unknown, res: ServerResponse) => void) => createAdminServer(app),
-      (app: (req: unknown, res: ServerResponse) => void) => createGatewayServer(serverSettings(), app),
+      (app: (req: IncomingMessage, res: ServerResponse) => void) => createAdminServer(app),
+      (app: (req: IncomingMessage, res: ServerResponse) => void) =>
+        createGatewayServer(serverSettings(), app),
     ]) {
       const server = make(countingApp().app);
       const port = await started(server);
