@@ -160,8 +160,8 @@ export const keyViewSchema = z
     revokedAt: storedInstant.nullable(),
     exposedAt: instant.nullable(),
     rotatedTo: z.string().nullable(),
-    /** Disabled since; null = not disabled. */
-    disabledAt: storedInstant.nullable(),
+    /** Disabled since (reversibly, status `disabled`); present only while the key is disabled. */
+    disabledAt: storedInstant.optional(),
     /** The key's own scopes (narrowing its company's); null = the company's. */
     scopes: scopeListSchema,
     /** The key's own windows (on top of its company's); null = none. */

@@ -555,7 +555,7 @@ export class AdminService {
       revokedAt: k.revokedAt,
       exposedAt: k.exposedAt,
       rotatedTo: k.rotatedTo,
-      disabledAt: k.disabledAt ?? null,
+      ...(k.disabledAt ? { disabledAt: k.disabledAt } : {}),
       scopes: k.scopes,
       limits: k.limits,
       rotationDue:
