@@ -1,6 +1,6 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import type { ApplyFailure, ApplyPlan } from '../admin/apply.js';
+import type { ApplyFailure, ApplyPlan, Change } from '../admin/apply.js';
 import { EXIT_FAIL, EXIT_USAGE, fail, type CliContext, type CliIo } from './io.js';
 import { manageStore, refuseAdminApi } from './session.js';
 
@@ -76,8 +76,9 @@ async function applyFile(ctx: CliContext, o: ApplyOptions): Promise<void> {
           if (o.yes) return true;
           if (!ctx.io.interactive || o.json) return false;
           asked = true;
-          // The plan first (stdout, as it will be printed anyway), then the question (stderr).
-          ctx.io.stdout(formatPlan(plan, false).replace(/\nSummary:[\s\S]*$/, '\n'));
+          // The changes first (stdout), then the question (stderr); the summary comes after the answer.
+          const planned = formatPlan(plan, false);
+          ctx.io.stdout(planned.slice(0, planned.search(/^Summary/m)));
           return ask(ctx.io, `${pruneWords(plan)}. Make these changes? [y/N] `);
         },
       });
@@ -86,8 +87,13 @@ async function applyFile(ctx: CliContext, o: ApplyOptions): Promise<void> {
     },
     {
       json: !!o.json,
-      // Not applied: printed as a dry run (nothing changed), then the reason below.
-      text: (r) => (asked && !r.applied && !r.stale ? '' : formatPlan(r.plan, !r.applied)),
+      // Not applied: printed as a dry run (nothing changed), then the reason below. After a
+      // question, the changes are on the screen already: only the summary, or nothing on a "no".
+      text: (r) => {
+        const printed = formatPlan(r.plan, !r.applied);
+        if (!asked || r.stale) return printed;
+        return r.applied ? printed.slice(printed.search(/^Summary/m)) : '';
+      },
       toJson: (r) => ({ ...planView(r.plan), dryRun: !r.applied, failures: r.failures.map(failureText) }),
       after: (r) => {
         if (r.stale)
@@ -112,15 +118,16 @@ async function applyFile(ctx: CliContext, o: ApplyOptions): Promise<void> {
 
 /** What a plan's prune does, in words: `apply would suspend 1 company and disable 2 keys`. */
 function pruneWords(plan: ApplyPlan): string {
-  const n = (op: string) => plan.changes.filter((c) => c.op === op).length;
-  const parts = [
-    [n('suspend'), 'suspend', 'company', 'companies'],
-    [n('disable'), 'disable', 'key', 'keys'],
-    [n('revoke'), 'revoke (final)', 'key', 'keys'],
-  ]
-    .filter(([count]) => (count as number) > 0)
-    .map(([count, verb, one, many]) => `${verb as string} ${count as number} ${count === 1 ? one : many}`);
-  return `apply --prune would ${parts.join(' and ')}`;
+  const words: [Change['op'], string, string][] = [
+    ['suspend', 'company', 'companies'],
+    ['disable', 'key', 'keys'],
+    ['revoke', 'key (final)', 'keys (final)'],
+  ];
+  const parts = words.flatMap(([op, one, many]) => {
+    const n = plan.changes.filter((c) => c.op === op).length;
+    return n ? [`${op} ${n} ${n === 1 ? one : many}`] : [];
+  });
+  return `apply would ${parts.join(' and ')}`;
 }
 
 /** Asks on stderr and reads one line from stdin: true for `y` or `yes` (any case). */

@@ -198,7 +198,7 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     assert.match(r.stdout, /Summary \(dry run: nothing changed\)/);
     assert.equal(
       r.stderr,
-      'notify-gateway: apply --prune would suspend 1 company and disable 1 key (the plan above); nothing changed. Run again with --yes to make these changes (no terminal to ask on)\n',
+      'notify-gateway: apply would suspend 1 company and disable 1 key (the plan above); nothing changed. Run again with --yes to make these changes (no terminal to ask on)\n',
     );
     const json = await apply(path, '--prune', '--json');
     assert.equal(json.code, 2);
@@ -414,16 +414,20 @@ describe('apply --prune at a terminal', () => {
       const r = await runCliHere(['apply', '-f', path, '--prune'], env, { interactive: true, stdin: answer });
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stdout, /^suspending company left \(not in the file\)/m);
-      assert.match(r.stderr, /apply --prune would suspend 1 company\. Make these changes\? \[y\/N\] /);
+      assert.match(r.stderr, /apply would suspend 1 company\. Make these changes\? \[y\/N\] /);
       assert.match(r.stderr, /notify-gateway: nothing changed\n$/);
     }
     assert.equal(await snapshot(client), before);
   });
 
-  test('yes: the plan runs', async () => {
+  test('yes: the plan runs; the changes printed once, then the summary', async () => {
     const r = await runCliHere(['apply', '-f', path, '--prune'], env, { interactive: true, stdin: 'y\n' });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /Suspended: 1/);
+    assert.match(
+      r.stdout,
+      /^suspending company left \(not in the file\)[^\n]*\nSummary:\n {2}Created: 0\n {2}Updated: 0\n {2}Suspended: 1\n/,
+    );
+    assert.equal(r.stdout.match(/suspending company left/g)?.length, 1);
     assert.equal(await status('left'), 'suspended');
     assert.equal((await runCliHere(['companies', 'update', 'left', '--status', 'active'], env)).code, 0);
   });
