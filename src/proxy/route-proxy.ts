@@ -182,7 +182,7 @@ function createRouteProxyMiddleware(
         // headers stay here (RFC 9110 §7.6.1; http-proxy copies proxyRes.headers after this
         // event), and a client that asked to close gets its connection closed.
         scrubResponseHeaders(proxyRes.headers);
-        // `!res.shouldKeepAlive`: an HTTP/1.0 client, or the server is draining (http/server.ts).
+        // `!res.shouldKeepAlive`: the server drains (http/server.ts), or the request did not ask to keep it.
         proxyRes.headers.connection = req.gw.clientClose || !res.shouldKeepAlive ? 'close' : 'keep-alive';
         applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
       },
