@@ -286,7 +286,7 @@ async function applyKey(change: Extract<Change, { kind: 'key' }>, o: ApplyOption
     event,
     ...keyRef(after),
     actor,
-    details: { ...change.diff, via: change.op === 'update' ? 'apply' : `apply --prune` },
+    details: { ...change.diff, via: change.op === 'update' ? 'apply' : 'apply --prune' },
   });
   await store.publish({ kind: 'key', hash: change.hash });
   return null;
@@ -441,7 +441,7 @@ function findPruneCapProblems(plan: ApplyPlan, current: StoreState, cap: number,
   if (cap <= 0) return [];
   const problems: string[] = [];
   const disabled = new Set(
-    plan.changes.filter((c) => c.op === 'disable').map((c) => (c as { companyId: string }).companyId),
+    plan.changes.flatMap((c) => (c.kind === 'key' && c.op === 'disable' ? [c.companyId] : [])),
   );
   for (const companyId of disabled) {
     const creates = plan.changes.filter(

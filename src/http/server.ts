@@ -81,8 +81,10 @@ export function createAdminServer(app: RequestHandler, tls?: ListenerCertificate
 // answers say `Connection: keep-alive`: a busy client never lets go, and is cut (ECONNRESET) when
 // `shutdownTimeoutMs` runs out. So, once `drain` has begun, every answer not yet started closes
 // its connection after it is sent: requests that arrive during the drain (`closingWhileDraining`)
-// and those in flight (`drain` walks the open connections). The proxy writes its own `Connection`
-// header from `res.shouldKeepAlive` (proxy/route-proxy.ts). Tested in
+// and those in flight (`drain` walks the open connections; a pipelined request queued behind one
+// is dropped with its connection, as clients that pipeline expect). The proxy writes its own
+// `Connection` header from `res.shouldKeepAlive` (proxy/route-proxy.ts). Connections idle when the
+// drain begins are left to their keep-alive timeout (see `drain`). Tested in
 // test/integration/drain.test.ts with keep-alive clients that never stop sending.
 
 const DRAIN = Symbol('notify-gateway.drain');
