@@ -16,7 +16,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Time a client has to send all request headers (slowloris guard); past it the answer is 408 and the connection closes.',
   'server.requestTimeoutMs':
     'Time a client has to send the whole request, body included; past it 408. `0` = no limit.',
-  'server.keepAliveTimeoutMs': 'How long an idle client keep-alive connection stays open.',
+  'server.keepAliveTimeoutMs':
+    'How long an idle client keep-alive connection stays open (announced as `Keep-Alive: timeout=N`); also how long, during a drain, a connection idle when it began may still bring one request (answered with `Connection: close`).',
   'server.maxHeaderSize': 'Bytes of request headers accepted; more is refused with 431.',
   'server.bodyLimitBytes':
     'Request body limit, whether declared (`Content-Length`) or counted as the body streams; over it 413. `0` = no limit.',

@@ -182,7 +182,8 @@ function createRouteProxyMiddleware(
         // headers stay here (RFC 9110 §7.6.1; http-proxy copies proxyRes.headers after this
         // event), and a client that asked to close gets its connection closed.
         scrubResponseHeaders(proxyRes.headers);
-        proxyRes.headers.connection = req.gw.clientClose ? 'close' : 'keep-alive';
+        // `!res.shouldKeepAlive`: the server drains (http/server.ts), or the request did not ask to keep it.
+        proxyRes.headers.connection = req.gw.clientClose || !res.shouldKeepAlive ? 'close' : 'keep-alive';
         applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
       },
       error(_err, req, res) {

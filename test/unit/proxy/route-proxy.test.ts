@@ -475,7 +475,8 @@ describe('createRouteProxy: what the client receives', () => {
       res.end('body');
     });
     const f = await front({ target: u.url });
-    const r = await fetchRaw(f.port, '/notify/v1/h');
+    // A client that keeps its connection (without an agent Node's client asks to close it).
+    const r = await fetchRaw(f.port, '/notify/v1/h', { headers: { Connection: 'keep-alive' } });
     assert.equal(r.status, 200);
     assert.equal(r.body, 'body');
     assert.equal(r.headers['x-internal-debug'], undefined);
