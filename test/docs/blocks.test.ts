@@ -59,7 +59,7 @@ describe('docs that run', { concurrency: SESSIONS_AT_ONCE }, () => {
   for (const { page, lines, blocks } of pages) {
     const shell = blocks.filter((b) => SHELL_LANGS.has(b.lang) && !b.directive);
     if (shell.length > 0)
-      test(`${page}: ${shell.length} shell blocks in page order, one session`, async (t) => {
+      test(`${page}: ${shell.length} shell block${shell.length > 1 ? 's' : ''}, one session`, async (t) => {
         const outcomes = await runSession(pageScript(lines, shell), {
           root: ROOT,
           blockLines: shell.map((b) => b.line),

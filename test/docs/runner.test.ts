@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { missingOutput, pageScript, parseDocBlocks, runSession, SHELL_LANGS } from '../helpers/doc-blocks.js';
@@ -137,6 +138,13 @@ describe('docs test: running a page', () => {
       command: 'curl -s http://127.0.0.1:8080/missing',
     });
     assert.match(hidden!.output, /a curl that does not show its status must get a 2xx or 3xx/);
+  });
+
+  test('the checkout is read-only to a page: its files go under /tmp', async () => {
+    const [o] = await runPage('```sh\ntouch /tmp/fine\ntouch docs-test-probe\n```');
+    assert.equal(o!.status, 'failed');
+    assert.match(o!.output, /docs-test-probe.*Read-only file system/);
+    assert.ok(!existsSync(resolve(ROOT, 'docs-test-probe')));
   });
 
   test('a block over its time bound ends the session', async () => {

@@ -207,12 +207,19 @@ export interface SessionOptions {
 /**
  * Runs `script` with bash in a network namespace of its own (a loopback only, so the default
  * ports are free), a PID namespace (everything a block left running dies with the session) and a
- * private /tmp, from `root`, with PATH, HOME and LANG only. Stops at the first failing command; a
+ * private /tmp, from `root` (read-only), with PATH, HOME and LANG only. Stops at the first failing command; a
  * block over its bound kills the session.
  */
 export function runSession(script: string, opts: SessionOptions): Promise<BlockOutcome[]> {
-  const setup =
-    'ip link set lo up && mount -t tmpfs -o mode=1777,size=512m tmpfs /tmp && cd "$2" && exec bash -c "$1"';
+  // The checkout is read-only inside: a block writes under /tmp, and pages cannot clobber each other.
+  const setup = [
+    'ip link set lo up',
+    'mount -t tmpfs -o mode=1777,size=512m tmpfs /tmp',
+    'mount --bind "$2" "$2"',
+    'mount -o remount,bind,ro "$2"',
+    'cd "$2"',
+    'exec bash -c "$1"',
+  ].join(' && ');
   const bound = Math.ceil((opts.blockTimeoutMs * opts.blockLines.length) / 1000) + 30;
   // `timeout` bounds the whole session even if this process dies. A process group of its own, so
   // that one kill reaches timeout and unshare; unshare's death kills the namespace's first process
