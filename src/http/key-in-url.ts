@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Counter } from 'prom-client';
-import type { UrlKeyCheck } from '../auth/url-key-guard.js';
+import type { UrlKeyCheck } from '../guards/url-key-guard.js';
 import { childCache } from '../observability/metrics.js';
 import type { AuthFailureLimiter } from '../ratelimit/tier-limiter.js';
 import { assertFunction } from './option-checks.js';

@@ -1,5 +1,5 @@
 import type { Route } from '../config/schema.js';
-import { foldUnicode } from './key-material.js';
+import { foldUnicode } from '../guards/decode.js';
 
 /**
  * Builds the route matcher: the longest prefix that matches on a path-segment boundary wins

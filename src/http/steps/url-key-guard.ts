@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import type { UrlKeyCheck } from '../../auth/url-key-guard.js';
+import type { UrlKeyCheck } from '../../guards/url-key-guard.js';
 import { deny } from '../deny.js';
 import { assertFunction } from '../option-checks.js';
 

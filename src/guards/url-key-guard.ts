@@ -1,0 +1,211 @@
+import { decodeRepeatedly, type DecodeBudget } from './decode.js';
+import type { GuardLevel } from './key-material.js';
+import { OverrideNames } from './method-override.js';
+import { createStrictMatcher } from './strict-material.js';
+
+/** What the URL key guard reads, and how far (`urlKeyGuard.*`, `methodOverride.params`, `guards.level`). */
+export interface UrlGuardOptions {
+  /** Parameter names that carry a key (`api_key`...): compared lowercase, letters and digits only. */
+  paramNames: readonly string[];
+  /** Parameter names that override the method (`_method`...): compared as `OverrideNames` reads them. */
+  overrideNames: readonly string[];
+  /** Query and matrix pieces examined (every piece between `&` or `;`, or `/` after a `;`). */
+  maxParams: number;
+  /** Path segments examined. */
+  maxPathSegments: number;
+  level: GuardLevel;
+}
+
+/**
+ * What the guard saw: `candidates` (the key-named parameters' values and the key shapes, for the
+ * exposure check); `overLimit`, the URL has more parts than the guard examines (refused, path
+ * never logged); `undecided` (strict), a part still encoded after the last round; `methodOverride`,
+ * a parameter names a method override. `found` when there is a candidate or it is undecided.
+ */
+export interface UrlKeyCheck {
+  found: boolean;
+  candidates: string[];
+  overLimit: boolean;
+  undecided: boolean;
+  methodOverride: boolean;
+}
+
+interface Scan {
+  candidates: string[];
+  overLimit: boolean;
+  methodOverride: boolean;
+  /** Pieces left to examine. */
+  params: number;
+  decode: (s: string) => string;
+  /** Decoded values joined in order (strict: a key split over `a=…&b=…`). */
+  values: string;
+}
+
+/**
+ * Builds the URL key guard, run before authentication (threat model: T1, T2; invariant 8). A URL
+ * carries a key when a query or matrix parameter has a key-like name (any case and separators,
+ * %-decoded) or any part holds a key shape (`nk_<env>_` + 38 base62, any case, checksum not
+ * needed). A parameter naming a method override is reported too. Each piece is %-decoded until it
+ * stops changing (a client that encodes twice by mistake), at most 8 rounds within a budget of 2
+ * characters decoded per character of the URL; past either the URL is *undecided* and counts as
+ * carrying a key. Strict level: the whole URL and its joined values are also read by the strict
+ * matcher with no presented key (bare bodies, base64/hex keys, separators; `createStrictMatcher`).
+ *
+ * Cost: linear in the URL's length; no exceptions, no backtracking regex. At most `maxParams`
+ * pieces and `maxPathSegments` segments are examined; past a cap the result is `overLimit` and the
+ * URL is only searched, as sent, for key shapes.
+ *
+ * @example
+ * const check = createUrlKeyGuard({ paramNames: ['api_key'], overrideNames: ['_method'], maxParams: 256, maxPathSegments: 128, level: 'default' });
+ * check('/notify/v1/otps?API%5FKEY=abc').candidates // ['abc']
+ */
+export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKeyCheck {
+  const full = { rounds: 8, left: Infinity, undecided: false };
+  const names = new Set(opts.paramNames.map((n) => squash(decodeRepeatedly(n, full))));
+  const overrides = new OverrideNames(opts.overrideNames);
+  const deep = opts.level === 'strict' ? createStrictMatcher('') : null;
+  return function checkUrlForKey(url: string): UrlKeyCheck {
+    const budget: DecodeBudget = { rounds: 8, left: 2 * url.length + 2048, undecided: false };
+    const scan: Scan = {
+      candidates: [],
+      overLimit: false,
+      methodOverride: false,
+      params: opts.maxParams,
+      decode: (s) => decodeRepeatedly(s, budget),
+      values: '',
+    };
+    const read = (name: string, value: string) => readPair(name, value, scan, names, overrides);
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (hasMoreThan(path, '/', opts.maxPathSegments)) scan.overLimit = true;
+    else {
+      const decoded = scan.decode(path);
+      addShapes(decoded, scan.candidates);
+      // Matrix parameters (`/x;api_key=…`): after the first `;` every later segment is one.
+      const semi = decoded.indexOf(';');
+      if (semi !== -1) readPairs(decoded, semi + 1, true, scan, read);
+      if (!scan.overLimit && q !== -1) readPairs(url, q + 1, false, scan, read);
+    }
+    if (scan.overLimit) addShapes(url, scan.candidates);
+    let undecided = budget.undecided;
+    for (const text of deep ? [url, scan.values] : []) {
+      const f = deep!.find(text);
+      if (f?.undecided) undecided = true;
+      else if (f) scan.candidates.push(...f.keys);
+    }
+    const c = scan.candidates;
+    return {
+      found: c.length > 0 || undecided,
+      candidates: c.length > 1 ? [...new Set(c)] : c,
+      overLimit: scan.overLimit,
+      undecided,
+      methodOverride: scan.methodOverride,
+    };
+  };
+}
+
+/**
+ * Calls `read(name, value)` for each `name=value` piece of `s` from `start`, separated by `&` or
+ * `;` (and `/` in matrix parameters), until the piece budget runs out (then `overLimit`). Each
+ * separator is looked up with indexOf once, so the scan is one native pass however many pieces.
+ */
+function readPairs(
+  s: string,
+  start: number,
+  matrix: boolean,
+  scan: Scan,
+  read: (name: string, value: string) => void,
+): void {
+  const next = { '&': -2, ';': -2, '/': matrix ? -2 : -1, '=': -2 };
+  for (let i = start; i <= s.length;) {
+    if (--scan.params < 0) {
+      scan.overLimit = true;
+      return;
+    }
+    const end = Math.min(nextOf(s, '&', i, next), nextOf(s, ';', i, next), nextOf(s, '/', i, next));
+    const eq = nextOf(s, '=', i, next);
+    if (end > i) read(s.slice(i, eq < end ? eq : end), eq < end ? s.slice(eq + 1, end) : '');
+    i = end + 1;
+  }
+}
+
+/** Index of the next `ch` at or after `i` (s.length if none), cached in `next` (-1: none left). */
+function nextOf(s: string, ch: '&' | ';' | '/' | '=', i: number, next: Record<string, number>): number {
+  let at = next[ch]!;
+  if (at !== -1 && at < i) next[ch] = at = s.indexOf(ch, i);
+  return at === -1 ? s.length : at;
+}
+
+function readPair(
+  rawName: string,
+  rawValue: string,
+  scan: Scan,
+  names: Set<string>,
+  overrides: OverrideNames,
+): void {
+  const name = scan.decode(rawName);
+  // Read as PHP, Rack and qs read a query name: `+` a space, leading spaces and brackets dropped.
+  if (overrides.matches(name, true)) scan.methodOverride = true;
+  // `+` is a space in a form-encoded value; only a key-named parameter's value (a candidate) needs it.
+  const keyNamed = names.has(squash(name));
+  const value = scan.decode(keyNamed ? rawValue.replaceAll('+', ' ') : rawValue);
+  if (keyNamed) scan.candidates.push(value);
+  else addShapes(value, scan.candidates);
+  addShapes(name, scan.candidates);
+  scan.values += value;
+}
+
+/**
+ * Lowercase letters and digits only, in one pass. A non-ASCII character counts by its lowercase
+ * form: only two have a letter there, the Kelvin sign (`k`) and `\u0130` (`i` and a dot).
+ */
+function squash(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 97 && c <= 122)) out += s[i];
+    else if (c >= 65 && c <= 90) out += String.fromCharCode(c + 32);
+    else if (c === 0x212a) out += 'k';
+    else if (c === 0x130) out += 'i';
+  }
+  return out;
+}
+
+/** A key's body after its `_`: where the search for key shapes starts (one native pass). */
+const KEY_BODY = /_[0-9A-Za-z]{38}/g;
+/** The longest environment in `nk_<env>_`. */
+const MAX_ENV_LENGTH = 16;
+
+/**
+ * Adds key-shaped substrings (`nk_<env>_` + 38 base62, prefix in any case; the checksum is not
+ * needed: a shape is refused whether or not it is a real key), prefix lowercased. One native search
+ * for `_` + 38 base62 (matches cannot overlap a key's `nk_<env>`), then at most 19 characters read
+ * back for `nk_<env>`: a URL full of `nk_` costs no more than one without.
+ */
+function addShapes(text: string, out: string[]): void {
+  if (text.length < 44) return;
+  KEY_BODY.lastIndex = 0;
+  for (let m = KEY_BODY.exec(text); m !== null; m = KEY_BODY.exec(text)) {
+    const v = m.index;
+    let e = v - 1; // back over the environment to the `_` before it
+    while (e >= 0 && v - e <= MAX_ENV_LENGTH && isBase62(text.charCodeAt(e))) e--;
+    if (v - e < 3 || text.charCodeAt(e) !== 95 || !isLetter(text.charCodeAt(e + 1))) continue;
+    if ((text.charCodeAt(e - 1) | 0x20) !== 107 || (text.charCodeAt(e - 2) | 0x20) !== 110) continue;
+    out.push(text.slice(e - 2, v).toLowerCase() + text.slice(v, v + 39));
+  }
+}
+
+function isLetter(c: number): boolean {
+  return (c | 0x20) >= 97 && (c | 0x20) <= 122;
+}
+
+function isBase62(c: number): boolean {
+  return (c >= 48 && c <= 57) || isLetter(c);
+}
+
+/** Whether `s` holds more than `max` of `ch` (stops looking at max + 1). */
+function hasMoreThan(s: string, ch: string, max: number): boolean {
+  let at = -1;
+  for (let n = 0; n <= max; n++) if ((at = s.indexOf(ch, at + 1)) === -1) return false;
+  return true;
+}
