@@ -115,7 +115,7 @@ function connectionTokens(connection: string | string[] | undefined): Set<string
 
 /** The value with the key removed: undefined drops the header; a cookie loses only the pairs holding it. */
 function withoutKey(n: string, rawName: string, value: string | string[] | undefined, m: KeyMatcher) {
-  if (value === undefined || m.holds(rawName)) return undefined;
+  if (value === undefined || m.holdsName(rawName)) return undefined;
   if (n === 'cookie' && typeof value === 'string') {
     const kept = value
       .split(';')

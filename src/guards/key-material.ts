@@ -25,6 +25,8 @@ export interface KeyMatcher {
   find(text: string): KeyFinding | null;
   /** Whether `text` holds key material (undecided counts as holding). */
   holds(text: string): boolean;
+  /** `holds` for a header name, which Node hands over lowercased: the presented key in any case. */
+  holdsName(name: string): boolean;
   /** The split-copy check (strict level only; null at the default level). */
   readonly split: SplitCheck | null;
 }
@@ -106,7 +108,15 @@ export function createKeyMatcher(key: string, level: GuardLevel): KeyMatcher {
     if (found.length === 0) return null;
     return { keys: found.length > 1 ? [...new Set(found)] : found, undecided: false };
   }
-  return { key, find, holds: (text) => find(text) !== null, split: null };
+  const lowerSecret = secret.toLowerCase();
+  const holds = (text: string) => find(text) !== null;
+  return {
+    key,
+    find,
+    holds,
+    holdsName: (name) => (needles.length > 0 && name.includes(lowerSecret)) || holds(name),
+    split: null,
+  };
 }
 
 /**

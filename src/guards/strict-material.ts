@@ -125,7 +125,8 @@ export function createStrictMatcher(key: string): KeyMatcher {
     normaliseRaw: strip,
     piecesIn: (n) => (secret === null ? null : findPieces(n, secret)),
   };
-  return { key, find, holds: (text) => find(text) !== null, split };
+  const holds = (text: string) => find(text) !== null;
+  return { key, find, holds, holdsName: holds, split };
 }
 
 /** `nk_<env>_` and its CRC-32, for each environment a bare body is checked against. */

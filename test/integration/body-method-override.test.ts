@@ -513,3 +513,92 @@ describe('method override in a form body, urlKeyGuard.methodOverrideInBody: allo
     assert.deepEqual(upstream.received[0]!.body, gz);
   });
 });
+
+describe('method override in a body: only where methods are restricted, and never held whole', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+  let scopedKey: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [
+        { prefix: '/open', target: upstream.url },
+        { prefix: '/media', target: upstream.url, methods: ['GET', 'POST'] },
+      ],
+      rateLimit: { tiers: [{ name: 'big', points: 100_000, duration: 60 }] },
+      methodOverride: { bodyScanLimitBytes: 1024 },
+      log: { level: 'warn' },
+    });
+    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'big' })).ok);
+    const k = await t.gw.service.createKey('acme', {});
+    assert.ok(k.ok);
+    key = k.value.key;
+    const s = await t.gw.service.createKey('acme', {});
+    assert.ok(s.ok);
+    assert.ok(
+      (await t.gw.service.updateKey(s.value.id, { scopes: [{ route: '/open', methods: ['POST'] }] })).ok,
+    );
+    scopedKey = s.value.key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.received.length = 0;
+  });
+
+  const postTo = (path: string, k: string, body: string, type = FORM) =>
+    send(t.port, path, {
+      method: 'POST',
+      headers: { 'X-API-Key': k, 'Content-Type': type, 'Content-Length': String(Buffer.byteLength(body)) },
+      body,
+    });
+
+  test('a route that allows every method, with an unscoped key: the body streams untouched, _method and all', async () => {
+    for (const [body, type] of [
+      ['_method=DELETE', FORM],
+      ['{"_method":"DELETE"}', 'application/json'],
+      [
+        multipart('b', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }]),
+        'multipart/form-data; boundary=b',
+      ],
+    ] as const) {
+      upstream.received.length = 0;
+      const r = await postTo('/open/x', key, body, type);
+      assert.equal(r.status, 200, r.body);
+      assert.equal(upstream.received[0]!.body.toString(), body);
+    }
+  });
+
+  test('the same route with a key scoped to POST: the override is refused', async () => {
+    const r = await postTo('/open/x', scopedKey, '_method=DELETE');
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.json, OVERRIDE_BODY);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('past methodOverride.bodyScanLimitBytes the body streams on and is still read: a late override cuts it', async () => {
+    const clean = multipart('b', [
+      { disposition: 'form-data; name="file"; filename="a.bin"', content: 'x'.repeat(200_000) },
+      { disposition: 'form-data; name="title"', content: 'hello' },
+    ]);
+    const ok = await postTo('/media/x', key, clean, 'multipart/form-data; boundary=b');
+    assert.equal(ok.status, 200, ok.body);
+    assert.equal(upstream.received[0]!.body.length, Buffer.byteLength(clean));
+    upstream.received.length = 0;
+    const late = multipart('b', [
+      { disposition: 'form-data; name="file"; filename="a.bin"', content: 'x'.repeat(200_000) },
+      { disposition: 'form-data; name="_method"', content: 'DELETE' },
+    ]);
+    const r = await postTo('/media/x', key, late, 'multipart/form-data; boundary=b');
+    assert.equal(r.status, 400, r.body);
+    assert.deepEqual(r.json, OVERRIDE_BODY);
+    // The upstream saw the start of a request, never a complete one: nothing was recorded.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(upstream.received.length, 0);
+  });
+});

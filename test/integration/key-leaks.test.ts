@@ -8,7 +8,9 @@ import type { Received, RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Key material that is not the plain key (INVARIANTS #1) and forwarding headers outside the
- * `X-Forwarded-*` family (#9): each test asserts on what the recording upstream received.
+ * `X-Forwarded-*` family (#9): each test asserts on what the recording upstream received. These
+ * forms are the strict level's (`guards.level: strict`); test/integration/guard-levels.test.ts
+ * shows what the default level reads and leaves.
  */
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
@@ -120,12 +122,13 @@ function sendFrom(
   });
 }
 
-describe('key material in other shapes, other keys, forwarding headers', () => {
+describe('key material in other shapes, other keys, forwarding headers (strict level)', () => {
   let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
   let otherKey: string;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
+      guards: { level: 'strict' },
       server: { trustedProxies: ['127.0.0.2'] },
       // The URL tests below each count as a failed authentication.
       rateLimit: {

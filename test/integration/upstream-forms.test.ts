@@ -39,11 +39,12 @@ function keyForms(key: string): [string, string][] {
 /** Every text the upstream received: header names and values, and the URL. */
 const seen = (r: Received) => JSON.stringify(r.rawHeaders) + '\n' + r.url;
 
-describe('forms of key material and client-asserted headers never reach the upstream (F4, F5)', () => {
+describe('forms of key material and client-asserted headers never reach the upstream (F4, F5; strict level)', () => {
   let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
+      guards: { level: 'strict' },
       rateLimit: { tiers: [{ name: 'standard', points: 100_000, duration: 60 }] },
     }));
   });

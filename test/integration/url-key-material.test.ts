@@ -7,6 +7,9 @@ import { eventually, send, type Reply } from '../helpers/http.js';
 import type { RecordingUpstream } from '../helpers/upstream.js';
 
 /**
+ * The strict level (`guards.level: strict`), which reads these forms; the default level's share is in
+ * test/integration/guard-levels.test.ts.
+ *
  * Attack report F2, and the query-string parts of F3 and F5: key material in the URL is refused
  * (right after authentication at the latest, before a scope or limit answer can log it) and never
  * logged whatever the answer; method overrides and key encodings in the query that PHP, IIS or an
@@ -57,7 +60,7 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
 
   before(async () => {
     const f = await gatewayWithUpstream(
-      { rateLimit: { authFailures: { enabled: false } } },
+      { guards: { level: 'strict' }, rateLimit: { authFailures: { enabled: false } } },
       { keyScopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }] },
     );
     ({ t, upstream, close } = f);
@@ -213,6 +216,7 @@ describe('F2: refused by the failed-authentication budget, the presented key’s
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
+      guards: { level: 'strict' },
       rateLimit: { authFailures: { enabled: true, points: 2, duration: 60 } },
     }));
   });
@@ -236,6 +240,7 @@ describe('F3/F5, query string: PHP-style override names and legacy key encodings
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
+      guards: { level: 'strict' },
       rateLimit: { authFailures: { enabled: false } },
     }));
   });
@@ -322,7 +327,7 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream(
-      { rateLimit: { authFailures: { enabled: false } } },
+      { guards: { level: 'strict' }, rateLimit: { authFailures: { enabled: false } } },
       { company: 'split-co' },
     ));
   });
@@ -438,7 +443,7 @@ describe('final attack report F2: base64 and hex keys in the URL before authenti
 
   before(async () => {
     const f = await gatewayWithUpstream(
-      { rateLimit: { authFailures: { enabled: false } } },
+      { guards: { level: 'strict' }, rateLimit: { authFailures: { enabled: false } } },
       { company: 'f2-co' },
     );
     ({ t, upstream, close } = f);

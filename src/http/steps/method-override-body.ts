@@ -115,12 +115,15 @@ function mayWiden(req: IncomingMessage, restricted: ReadonlySet<string>): boolea
 /**
  * Passes a body through the override scanner: holds it up to `hold` bytes (then emits `checked`
  * with its length at the end, or `passing` once it is longer and flows on), errors with
- * `METHOD_OVERRIDE_IN_BODY` when the scanner sees one, or `PAYLOAD_TOO_LARGE` past `limit`.
+ * `METHOD_OVERRIDE_IN_BODY` when the scanner sees one, or `PAYLOAD_TOO_LARGE` past `limit`. Once
+ * passing, the latest chunk is held back until the next one, and the last until the scanner has
+ * read the end: the upstream never gets a complete body before the check is done.
  */
 class OverrideGuard extends Transform {
   private held: Buffer[] = [];
   private size = 0;
   private passing = false;
+  private last: Buffer | null = null;
   constructor(
     private readonly scanner: OverrideScanner,
     private readonly hold: number,
@@ -132,10 +135,15 @@ class OverrideGuard extends Transform {
     this.size += chunk.length;
     if (this.limit > 0 && this.size > this.limit) return cb(new Error('PAYLOAD_TOO_LARGE'));
     if (this.scanner.write(chunk)) return cb(new Error('METHOD_OVERRIDE_IN_BODY'));
-    if (this.passing) return cb(null, chunk);
+    if (this.passing) {
+      const previous = this.last;
+      this.last = chunk;
+      return cb(null, previous ?? undefined);
+    }
     this.held.push(chunk);
     if (this.size > this.hold) {
       this.passing = true;
+      this.last = this.held.pop()!;
       for (const c of this.held.splice(0)) this.push(c);
       this.emit('passing');
     }
@@ -144,6 +152,7 @@ class OverrideGuard extends Transform {
   override _flush(cb: TransformCallback): void {
     if (this.scanner.end()) return cb(new Error('METHOD_OVERRIDE_IN_BODY'));
     for (const c of this.held.splice(0)) this.push(c);
+    if (this.last !== null) this.push(this.last);
     if (!this.passing) this.emit('checked', this.size);
     cb();
   }

@@ -59,6 +59,12 @@ describe('default level: what it finds', () => {
     );
   });
 
+  test('a header name (lowercased by Node) holding the key is found in any case', () => {
+    assert.ok(m.holdsName(`x-${key.toLowerCase()}`));
+    assert.ok(m.holdsName(`x-${body.slice(0, 32).toLowerCase()}`));
+    assert.equal(m.holdsName('x-request-id'), false);
+  });
+
   test('escapes nested past 8 rounds are undecided (a header dropped, a URL refused)', () => {
     let deep = pct(key);
     for (let i = 0; i < 8; i++) deep = deep.replace(/%/g, '%25');
