@@ -42,7 +42,8 @@ export function createLoggedPath(
     }
     if (!st.urlHoldsNoPresentedKey) {
       const m = keyMatcherOf(req);
-      if (m.holds(path) || holdsSplitCopy(m, path)) return REDACTED_PATH;
+      // With no presented key the matcher finds key shapes only, which the URL key guard has read.
+      if (m.key !== '' && (m.holds(path) || holdsSplitCopy(m, path))) return REDACTED_PATH;
     }
     return path;
   };
