@@ -20,9 +20,14 @@ function escapedByte(s: string, i: number): number {
   if (s.charCodeAt(i) !== 37) return -1;
   const a = s.charCodeAt(i + 1);
   const b = s.charCodeAt(i + 2);
-  const hi = a < 128 ? HEX[a]! : -1;
-  const lo = b < 128 ? HEX[b]! : -1;
+  const hi = hexDigit(a);
+  const lo = hexDigit(b);
   return (hi | lo) < 0 ? -1 : (hi << 4) | lo;
+}
+
+/** The value of the hex digit with character code `c`, or -1. */
+export function hexDigit(c: number): number {
+  return c < 128 ? HEX[c]! : -1;
 }
 
 /**

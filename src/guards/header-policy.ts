@@ -12,19 +12,9 @@ export interface HeaderRule {
 }
 
 /** RFC 9110 §7.6.1 hop-by-hop headers, and credentials or settings for this hop only. */
-export const HOP_BY_HOP = [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'upgrade',
-  'expect',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'proxy-authentication-info',
-  'http2-settings',
-];
+// prettier-ignore
+export const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'expect',
+  'proxy-authorization', 'proxy-authenticate', 'proxy-authentication-info', 'http2-settings'];
 
 /** Words that may lead a subject: `X-Auth-User`, `X-Forwarded-Email`, `X-End-User-Id`, `X-Gw-Org`. */
 const LEAD =

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { hexDigit } from './decode.js';
 
 // Method overrides (threat model: T2, a tenant reaching a method its route or scope does not
 // allow). Rails (Rack::MethodOverride), Laravel, Symfony, gorilla/handlers and Express's
@@ -8,33 +9,28 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 /** A trie by character code (0-255; 256 stands for any other character), as flat arrays. */
 class Trie {
-  private next = new Int32Array(257).fill(-1);
-  private ends = [false];
-  constructor(words: Iterable<string>) {
+  private readonly next: Int32Array;
+  private readonly ends: Uint8Array;
+  constructor(words: readonly string[]) {
+    const most = 1 + words.reduce((n, w) => n + w.length, 0);
+    this.next = new Int32Array(most * 257).fill(-1);
+    this.ends = new Uint8Array(most);
+    let count = 1;
     for (const w of words) {
       let node = 0;
       for (let i = 0; i < w.length; i++) {
-        const c = Math.min(w.charCodeAt(i), 256);
-        let child = this.next[node * 257 + c]!;
-        if (child === -1) {
-          child = this.ends.length;
-          this.ends.push(false);
-          const grown = new Int32Array((child + 1) * 257).fill(-1);
-          grown.set(this.next);
-          this.next = grown;
-          this.next[node * 257 + c] = child;
-        }
-        node = child;
+        const at = node * 257 + Math.min(w.charCodeAt(i), 256);
+        node = this.next[at] = this.next[at] === -1 ? count++ : this.next[at]!;
       }
-      this.ends[node] = true;
+      this.ends[node] = 1;
     }
   }
   /** The node after `c` from `node`, or -1. */
   step(node: number, c: number): number {
-    return this.next[node * 257 + Math.min(c, 256)]!;
+    return node === -1 ? -1 : this.next[node * 257 + Math.min(c, 256)]!;
   }
   isEnd(node: number): boolean {
-    return this.ends[node] === true;
+    return this.ends[node] === 1;
   }
 }
 
@@ -67,7 +63,7 @@ export class OverrideNames {
   readonly longest: number;
   constructor(names: readonly string[]) {
     const read = new Set(names.map(normaliseName).filter((n) => n !== ''));
-    this.trie = new Trie(read);
+    this.trie = new Trie([...read]);
     this.size = read.size;
     for (const n of read) this.starts.add(n.charCodeAt(0)).add(n.toUpperCase().charCodeAt(0));
     const exact = names.filter((n) => n !== '').map((n) => Buffer.from(n, 'utf8').toString('latin1'));
@@ -130,16 +126,17 @@ export class OverrideNames {
     if (this.size === 0) return false;
     const seen = this.walk(a, start, end, plus, decode, false, false);
     if (seen & MATCHED) return true;
-    // As sent first; %-decoded only when there is a `%` to decode.
+    // As sent first; %-decoded only when there is a `%` to decode; the other readings only when
+    // the name holds what they read differently (a NUL, a dot).
     if (thenDecoded && seen & SAW_PERCENT && this.matchesChars(a, start, end, plus, true)) return true;
-    if (seen & SAW_NUL && this.walk(a, start, end, plus, decode, true, false) & MATCHED) return true;
-    if (!(seen & SAW_DOT)) return false;
-    return (
-      ((this.walk(a, start, end, plus, decode, false, true) |
-        this.walk(a, start, end, plus, decode, true, true)) &
-        MATCHED) !==
-      0
-    );
+    for (let r = 1; r < 4; r++) {
+      const cut = (r & 1) !== 0;
+      const dot = (r & 2) !== 0;
+      if (cut && !(seen & SAW_NUL)) continue;
+      if (dot && !(seen & SAW_DOT)) continue;
+      if (this.walk(a, start, end, plus, decode, cut, dot) & MATCHED) return true;
+    }
+    return false;
   }
   /** One reading of `a[start, end)` through the trie: MATCHED and the SAW_* flags met on the way. */
   private walk(
@@ -185,32 +182,19 @@ export class OverrideNames {
 
 /** A configured name as the class compares names (its first reading; no decoding). */
 function normaliseName(name: string): string {
-  let out = '';
-  let leading = true;
-  for (const ch of name) {
-    const c = ch.charCodeAt(0);
-    if (c === 0) continue;
-    const stop = c === 0x5b || c === 0x5d;
-    if (leading && (stop || isWhitespace(c))) continue;
-    leading = false;
-    if (stop) break;
-    out += c === 0x20 || c === 0x2e || c === 0x2d ? '_' : ch.toLowerCase();
-  }
-  return out;
+  const t = name.replaceAll('\0', '').replace(/^[\t-\r [\]]+/, '');
+  return t
+    .slice(0, t.search(/[[\]]|$/))
+    .replace(/[ .-]/g, '_')
+    .toLowerCase();
 }
 
 /** The escape at `a[i]` (`%`): (extra characters << 16) | character (a `%u` above U+00FF as 256), or -1. */
 function escapeAt(a: Chars, i: number, end: number): number {
-  const h = (k: number) => (i + k < end ? hexValue(a[i + k]!) : -1);
+  const h = (k: number) => (i + k < end ? hexDigit(a[i + k]!) : -1);
   if ((a[i + 1]! | 0x20) === 0x75 && h(2) >= 0 && h(3) >= 0 && h(4) >= 0 && h(5) >= 0)
     return (5 << 16) | Math.min((h(2) << 12) | (h(3) << 8) | (h(4) << 4) | h(5), 256);
   return h(1) >= 0 && h(2) >= 0 ? (2 << 16) | ((h(1) << 4) | h(2)) : -1;
-}
-
-function hexValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  const l = c | 0x20;
-  return l >= 97 && l <= 102 ? l - 87 : -1;
 }
 
 function isWhitespace(c: number): boolean {
@@ -564,22 +548,14 @@ function jsonKeys(buf: Buffer, from: number, to: number, { names, jsonNeedles }:
 }
 
 /** What `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t` stand for, by the byte after the `\`. */
-const JSON_SHORT: Record<number, number> = {
-  0x22: 0x22,
-  0x5c: 0x5c,
-  0x2f: 0x2f,
-  0x62: 8,
-  0x66: 12,
-  0x6e: 10,
-  0x72: 13,
-  0x74: 9,
-};
+// prettier-ignore
+const JSON_SHORT: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9 };
 
 /** The four hex digits at `buf[i]` as a number, or -1. */
 function hex4(buf: Buffer, i: number): number {
   let v = 0;
   for (let k = i; k < i + 4; k++) {
-    const d = hexValue(buf[k]!);
+    const d = hexDigit(buf[k]!);
     if (d === -1) return -1;
     v = (v << 4) | d;
   }

@@ -363,12 +363,7 @@ export function holdsSplitCopy(m: KeyMatcher, text: string): boolean {
  * handling, `traceparent`/`tracestate` when tracing continues the trace, an empty trusted
  * `X-Forwarded-Host`): the pieces on either side of one become neighbours upstream.
  */
-const REMOVED_AFTER_SCRUB: ReadonlySet<string> = new Set([
-  'transfer-encoding',
-  'traceparent',
-  'tracestate',
-  'x-forwarded-host',
-]);
+const REMOVED_AFTER_SCRUB = new Set(['transfer-encoding', 'traceparent', 'tracestate', 'x-forwarded-host']);
 /** Characters of a stretch a piece must hold to be dropped with it (unless it lies wholly inside). */
 const GRAZE_LIMIT = 4;
 

@@ -77,7 +77,7 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
     const read = (name: string, value: string) => readPair(name, value, scan, names, overrides);
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    if (hasMoreThan(path, '/', opts.maxPathSegments)) scan.overLimit = true;
+    if (path.split('/', opts.maxPathSegments + 2).length > opts.maxPathSegments + 1) scan.overLimit = true;
     else {
       const decoded = scan.decode(path);
       addShapes(decoded, scan.candidates);
@@ -106,8 +106,7 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
 
 /**
  * Calls `read(name, value)` for each `name=value` piece of `s` from `start`, separated by `&` or
- * `;` (and `/` in matrix parameters), until the piece budget runs out (then `overLimit`). Each
- * separator is looked up with indexOf once, so the scan is one native pass however many pieces.
+ * `;` (and `/` in matrix parameters), up to the piece budget (past it, `overLimit`). One native split.
  */
 function readPairs(
   s: string,
@@ -116,25 +115,19 @@ function readPairs(
   scan: Scan,
   read: (name: string, value: string) => void,
 ): void {
-  const next = { '&': -2, ';': -2, '/': matrix ? -2 : -1, '=': -2 };
-  for (let i = start; i <= s.length;) {
-    if (--scan.params < 0) {
-      scan.overLimit = true;
-      return;
-    }
-    const end = Math.min(nextOf(s, '&', i, next), nextOf(s, ';', i, next), nextOf(s, '/', i, next));
-    const eq = nextOf(s, '=', i, next);
-    if (end > i) read(s.slice(i, eq < end ? eq : end), eq < end ? s.slice(eq + 1, end) : '');
-    i = end + 1;
+  const pieces = s.slice(start).split(matrix ? MATRIX_SEPARATOR : QUERY_SEPARATOR, scan.params + 1);
+  const n = Math.min(pieces.length, scan.params);
+  if (pieces.length > n) scan.overLimit = true;
+  scan.params -= n;
+  for (let i = 0; i < n; i++) {
+    const piece = pieces[i]!;
+    const eq = piece.indexOf('=');
+    if (piece !== '') read(eq === -1 ? piece : piece.slice(0, eq), eq === -1 ? '' : piece.slice(eq + 1));
   }
 }
 
-/** Index of the next `ch` at or after `i` (s.length if none), cached in `next` (-1: none left). */
-function nextOf(s: string, ch: '&' | ';' | '/' | '=', i: number, next: Record<string, number>): number {
-  let at = next[ch]!;
-  if (at !== -1 && at < i) next[ch] = at = s.indexOf(ch, i);
-  return at === -1 ? s.length : at;
-}
+const QUERY_SEPARATOR = /[&;]/;
+const MATRIX_SEPARATOR = /[&;/]/;
 
 function readPair(
   rawName: string,
@@ -156,20 +149,14 @@ function readPair(
 }
 
 /**
- * Lowercase letters and digits only, in one pass. A non-ASCII character counts by its lowercase
- * form: only two have a letter there, the Kelvin sign (`k`) and `\u0130` (`i` and a dot).
+ * Lowercase letters and digits only. Of the non-ASCII characters only two lowercase to an ASCII
+ * letter (the Kelvin sign to `k`, `\u0130` to `i` and a combining dot): they count as that letter.
  */
 function squash(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if ((c >= 48 && c <= 57) || (c >= 97 && c <= 122)) out += s[i];
-    else if (c >= 65 && c <= 90) out += String.fromCharCode(c + 32);
-    else if (c === 0x212a) out += 'k';
-    else if (c === 0x130) out += 'i';
-  }
-  return out;
+  return s.toLowerCase().replace(NOT_ALNUM, '');
 }
+
+const NOT_ALNUM = /[^a-z0-9]+/g;
 
 /** A key's body after its `_`: where the search for key shapes starts (one native pass). */
 const KEY_BODY = /_[0-9A-Za-z]{38}/g;
@@ -201,11 +188,4 @@ function isLetter(c: number): boolean {
 
 function isBase62(c: number): boolean {
   return (c >= 48 && c <= 57) || isLetter(c);
-}
-
-/** Whether `s` holds more than `max` of `ch` (stops looking at max + 1). */
-function hasMoreThan(s: string, ch: string, max: number): boolean {
-  let at = -1;
-  for (let n = 0; n <= max; n++) if ((at = s.indexOf(ch, at + 1)) === -1) return false;
-  return true;
 }

@@ -19,7 +19,7 @@ export interface UrlKeyGuardOptions {
  * authentication of the address's budget, counted before answering), or 429 `AUTH_RATE_LIMITED`
  * with `Retry-After` when the address has used its budget. Either way the key is noted. A URL
  * parameter that overrides the method (`_method=DELETE`) is refused 400 `METHOD_OVERRIDE_IN_URL`. Needs
- * `req.gw`. (Named `…Step` apart from `createUrlKeyGuard` in src/auth, the pure check it runs.)
+ * `req.gw`. (Named `…Step` apart from `createUrlKeyGuard` in src/guards, the pure check it runs.)
  *
  * @example
  * const urlKeyGuard = createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl });
