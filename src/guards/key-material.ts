@@ -124,14 +124,14 @@ export function createKeyMatcher(key: string, level: GuardLevel): KeyMatcher {
  * at each of the 3 byte alignments, the characters made of its bits only.
  */
 function base64Needles(secret: string): string[] {
-  const bytes = Buffer.from(secret, 'latin1');
-  const out = new Set<string>();
+  const out: string[] = [];
   for (let a = 0; a < 3; a++) {
-    const encoded = Buffer.concat([Buffer.alloc(a), bytes]).toString('base64');
-    const s = encoded.slice(Math.ceil((8 * a) / 6), Math.floor((8 * (a + bytes.length)) / 6));
-    out.add(s).add(s.replaceAll('+', '-').replaceAll('/', '_'));
+    const encoded = Buffer.from('\0\0'.slice(0, a) + secret, 'latin1').toString('base64');
+    const s = encoded.slice(Math.ceil((8 * a) / 6), Math.floor((8 * (a + secret.length)) / 6));
+    out.push(s);
+    if (/[+/]/.test(s)) out.push(s.replace(/\+/g, '-').replace(/\//g, '_'));
   }
-  return [...out];
+  return out;
 }
 
 /** A value this long or longer is a secret of its own (a legacy key is at least 20 characters). */
