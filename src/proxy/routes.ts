@@ -53,7 +53,7 @@ const REFUSED_SECOND_ESCAPE = new RegExp(
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const DOT_SEGMENT = /[/\\;][\s\0-\x1f\x7f]*\.[.\s\0-\x1f\x7f]*(?:[/\\;?#]|%3[fF]|%23|$)/;
 const NON_ASCII = /[^\0-\x7f]/;
-// In the NFKC-folded form, more characters some runtime trims, drops or maps (attack report 2, 3):
+// In the NFKC-folded form, more characters some runtime trims, drops or maps:
 // - ignorable: JS `\s`, C0 and C1 controls and DEL (NEL U+0085 is trimmed by Python and Go),
 //   soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers, Khmer and Mongolian
 //   invisible vowels and selectors, zero-width and bidi format characters (U+200B–U+200F,

@@ -7,9 +7,9 @@ import { send, type Reply } from '../helpers/http.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
- * Method override in a form body (attack report F3, issue 10 findings 9 and 10): Rails, Laravel,
- * Symfony and Go's gorilla/handlers run the method named by a `_method` form field, so a POST
- * carrying one would get past the route's `methods` and the key's scopes. Every refusal is checked
+ * Method override in a form or JSON body (threat model: T2): Rails, Laravel, Symfony and Go's
+ * gorilla/handlers run the method named by a `_method` form field, so a POST carrying one would get
+ * past the route's `methods` and the key's scopes. Every refusal is checked
  * on the answer and on the recording upstream, which must have received nothing; every request let
  * through must reach the upstream byte for byte.
  */
@@ -144,14 +144,14 @@ describe('method override in a form body', () => {
     'no value': '_method',
     '%u escape (.NET HttpUtility.UrlDecode)': '%u005Fmethod=DELETE',
     '%u escapes in X-HTTP-Method-Override': 'X%u002DHTTP%u002DMethod%u002DOverride=DELETE',
-    // Final attack pass N1: qs reads `[_method]` as `_method`, Rack's normalize_params also
+    // qs reads `[_method]` as `_method`, Rack's normalize_params also
     // `_method]`, `]_method` and `[[_method]]`.
     'in brackets (qs, Rack)': '[_method]=DELETE',
     'in %-encoded brackets': '%5B_method%5D=DELETE',
     'a closing bracket after (Rack)': '_method]=DELETE',
     'a closing bracket before (Rack)': ']_method=DELETE',
     'in double brackets (Rack)': 'a=1&[[_method]]=DELETE',
-    // Final attacker re-check: qs with allowDots reads `._method` (and `%2E_method`) as `_method`.
+    // qs with allowDots reads `._method` (and `%2E_method`) as `_method`.
     'leading dot (qs allowDots)': 'a=1&%2E_method=DELETE',
   };
   for (const [name, body] of Object.entries(urlencoded)) {
@@ -220,7 +220,7 @@ describe('method override in a form body', () => {
     'multipart/alternative': 'multipart/alternative; boundary=XyZb',
   };
   for (const [name, type] of Object.entries(otherMultiparts)) {
-    test(`${name} naming _method (attack report F1; Rack parses it): 400, nothing forwarded`, async () => {
+    test(`${name} naming _method: 400, nothing forwarded`, async () => {
       const body = multipart('XyZb', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }]);
       const r = await post(g, body, { 'Content-Type': type });
       assert.equal(r.status, 400, r.body);
@@ -387,7 +387,7 @@ describe('method override in a form body', () => {
       const r = await post(g, body, { 'Content-Type': `${FORM}; charset=${charset}` });
       assert.equal(r.status, 415, `${charset}: ${r.body}`);
     }
-    // Final attack pass N2: Tomcat takes the first `charset=` anywhere in the header.
+    // Tomcat takes the first `charset=` anywhere in the header.
     for (const params of ['; xcharset=IBM037', '; charset*=utf-16']) {
       const r = await post(g, 'a=1', { 'Content-Type': `${FORM}${params}` });
       assert.equal(r.status, 415, `${params}: ${r.body}`);

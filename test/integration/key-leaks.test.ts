@@ -36,7 +36,7 @@ const KEY_IN_URL = 'API key must be sent in the X-API-Key header, not in the URL
 /** The key's secret body: what follows `nk_<env>_`. */
 const bodyOf = (key: string) => key.slice(key.indexOf('_', 3) + 1);
 
-/** Every encoding of a key the attack pass found leaking, by name. */
+/** Every encoding of a key that a deliberate client can build, by name (strict level). */
 function leakedEncodings(key: string): [string, string][] {
   const pairs = (s: string) => s.match(/../g)!;
   return [
@@ -159,7 +159,7 @@ describe('key material in other shapes, other keys, forwarding headers (strict l
       assert.ok(!headerValues(got).some((v) => v.includes(value)), `${label}: reached the upstream`);
       assertNoSecret(got, key, label);
       // A value holding `;` (entities) splits the cookie pair: the pieces that together hold the
-      // secret go (attack report F5: pairs, not the whole cookie), `a=1` and `b=2` stay.
+      // secret go, `a=1` and `b=2` stay.
       if (value.includes(';')) {
         const cookie = valuesOf(got, 'cookie');
         assert.equal(cookie.length, 1, label);
@@ -170,7 +170,7 @@ describe('key material in other shapes, other keys, forwarding headers (strict l
     assert.ok(!t.logText().includes(bodyOf(key)), 'the key reached the log');
   });
 
-  test('A: pieces in reverse header order, or around escapes, do not reach the upstream whole (final attack pass F1, F2)', async () => {
+  test('A: pieces in reverse header order, or around escapes, do not reach the upstream whole', async () => {
     const secret = bodyOf(key);
     const pieces: string[] = [];
     for (let i = 0; i < secret.length; i += 7) pieces.push(secret.slice(i, i + 7));
@@ -194,7 +194,7 @@ describe('key material in other shapes, other keys, forwarding headers (strict l
     }
   });
 
-  test('A: 17 + 7 characters around Transfer-Encoding, which the gateway removes after reading a form body (final re-check)', async () => {
+  test('A: 17 + 7 characters around Transfer-Encoding, which the gateway removes after reading a form body', async () => {
     const s = bodyOf(key);
     for (const [a, b] of [
       [s.slice(17, 24), `zz${s.slice(0, 17)}`],

@@ -54,7 +54,7 @@ const PAYLOADS: Record<string, string> = {
   // Legacy escapes the guard decodes (%u, overlong UTF-8): the regex replace runs.
   '%u escapes': '%u0030',
   'overlong UTF-8': '%c0%b0%e0%80%b1',
-  // Base64 and hex runs (attack report F2): each is decoded at every alignment, the bytes searched
+  // Base64 and hex runs: each is decoded at every alignment, the bytes searched
   // for keys. Long runs of the alphabets, decoded base62 digits the rolling CRC checks at every byte
   // (first checksum digit 0-4), decoded `nk_live_` shapes, and %-encoded `+/=`.
   'base64url alphabet run': 'aZ09-_bY',

@@ -101,7 +101,7 @@ describe('what the upstream and the client see', () => {
   });
 
   // Upper or lower case, separators and hex are the strict level's (test/integration/guard-levels.test.ts).
-  test('finding 8: a copy of the key in any other header, as sent, %-encoded or in base64, never reaches the upstream', async () => {
+  test('a copy of the key in any other header, as sent, %-encoded or in base64, never reaches the upstream', async () => {
     const cases: [string, string][] = [
       ['Authorization', `Bearer ${key}`],
       ['Authorization', `bearer    ${key}   `],
@@ -145,7 +145,7 @@ describe('what the upstream and the client see', () => {
     assert.ok(!t.logText().includes(key), 'the key reached the log');
   });
 
-  test('finding 8: only the cookie pair that holds the key is dropped; headers without the key pass', async () => {
+  test('only the cookie pair that holds the key is dropped; headers without the key pass', async () => {
     const cookies: [string, string | undefined][] = [
       [`a=1; session=${key}; b=2`, 'a=1; b=2'],
       [`a=1;tok=${pct(key)};b=2`, 'a=1; b=2'],
@@ -179,7 +179,7 @@ describe('what the upstream and the client see', () => {
     assert.deepEqual(valuesOf(got, 'cookie'), ['a=1; b=2']);
   });
 
-  test('finding 8: the key in Host or in a trusted proxy’s X-Forwarded-* is not echoed into X-Forwarded-*', async () => {
+  test('the key in Host or in a trusted proxy’s X-Forwarded-* is not echoed into X-Forwarded-*', async () => {
     const viaHost = await send(t.port, '/notify/v1/x', {
       headers: [
         ['Host', key],
@@ -248,7 +248,7 @@ describe('what the upstream and the client see', () => {
     'x-forwarded-whatever',
   ]);
 
-  test('finding 10: forwarding, client-IP, URL- and method-override headers from an untrusted peer never pass', async () => {
+  test('forwarding, client-IP, URL- and method-override headers from an untrusted peer never pass', async () => {
     const r = await send(t.port, '/notify/v1/x', {
       headers: [
         ['X-API-Key', key],
@@ -269,7 +269,7 @@ describe('what the upstream and the client see', () => {
     assert.equal(got.method, 'GET');
   });
 
-  test('finding 10: from a trusted proxy, X-Forwarded-For is appended and -Host believed; overrides still never pass', async () => {
+  test('from a trusted proxy, X-Forwarded-For is appended and -Host believed; overrides still never pass', async () => {
     const r = await sendFrom('127.0.0.2', t.port, '/notify/v1/x', [
       ['X-API-Key', key],
       ['X-Forwarded-For', '203.0.113.9'],
@@ -291,7 +291,7 @@ describe('what the upstream and the client see', () => {
     assert.deepEqual(valuesOf(got, 'x-forwarded-proto'), ['https']);
   });
 
-  test('finding 11: headers named in the client’s Connection never reach the upstream', async () => {
+  test('headers named in the client’s Connection never reach the upstream', async () => {
     const r = await send(t.port, '/notify/v1/x', {
       headers: [
         ['X-API-Key', key],
@@ -313,7 +313,7 @@ describe('what the upstream and the client see', () => {
     assert.ok(names.includes('x-four'));
   });
 
-  test('finding 11: the upstream’s hop-by-hop headers never reach the client', async () => {
+  test('the upstream’s hop-by-hop headers never reach the client', async () => {
     upstream.handle((_req, res) => {
       res.setHeader('Connection', 'keep-alive, X-Internal-Debug, X-Other-Internal');
       res.setHeader('X-Internal-Debug', 'db=10.0.0.5');
@@ -361,7 +361,7 @@ describe('what the upstream and the client see', () => {
     assert.equal(body, '6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n');
   });
 
-  test('finding 11: Proxy-Authenticate on a 407 and Upgrade on a 426 do not pass either', async () => {
+  test('Proxy-Authenticate on a 407 and Upgrade on a 426 do not pass either', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(407, { 'Proxy-Authenticate': 'Basic realm="internal"', 'Content-Length': '0' });
       res.end();
@@ -379,7 +379,7 @@ describe('what the upstream and the client see', () => {
     assert.notEqual(String(u.headers.connection).toLowerCase(), 'upgrade');
   });
 
-  test('finding 12: the upstream receives the path and query exactly as sent', async () => {
+  test('the upstream receives the path and query exactly as sent', async () => {
     const exact = [
       '/notify/v1',
       '/notify/v1?',
@@ -394,7 +394,7 @@ describe('what the upstream and the client see', () => {
       '/notify/v1/x?a=1&&b=%zz&c=%2F%2F&d=//e',
       "/notify/v1/x'!$&()*+,=@:",
       '/notify/v1/x/',
-      // `...` alone is a dot-like segment (refused, attack report F6); dots inside names pass.
+      // `...` alone is a dot-like segment (refused); dots inside names pass.
       '/notify/v1/.x/..y/...z',
     ];
     for (const path of exact) {
@@ -405,7 +405,7 @@ describe('what the upstream and the client see', () => {
     }
   });
 
-  test('finding 12: a target with a base path gets it prepended, nothing else changes', async () => {
+  test('a target with a base path gets it prepended, nothing else changes', async () => {
     const cases: [string, string][] = [
       ['/based', '/base/based'],
       ['/based/x', '/base/based/x'],
@@ -422,7 +422,7 @@ describe('what the upstream and the client see', () => {
     }
   });
 
-  test('finding 12: paths an upstream could resolve elsewhere are refused, never rewritten and forwarded', async () => {
+  test('paths an upstream could resolve elsewhere are refused, never rewritten and forwarded', async () => {
     for (const path of [
       '//notify/v1/x',
       '/notify/v1//x',
@@ -471,7 +471,7 @@ describe('configured names and signatures', () => {
     assert.ok(names.includes('x-debugger'));
   });
 
-  test('finding 12: the signature covers exactly the path the upstream received', async () => {
+  test('the signature covers exactly the path the upstream received', async () => {
     for (const path of ['/notify/v1/http:/evil', '/notify/v1/a%2F;b?c=//d', '/notify/v1?']) {
       upstream.received.length = 0;
       const r = await send(t.port, path, { headers: { 'X-API-Key': key } });
@@ -486,7 +486,7 @@ describe('configured names and signatures', () => {
     }
   });
 
-  test('finding 12: with every upstream socket busy, paths and signatures stay exact (no crash, no rejoined path)', async () => {
+  test('with every upstream socket busy, paths and signatures stay exact (no crash, no rejoined path)', async () => {
     // With the agent's sockets all in use, the request is written before a socket is assigned:
     // the path and the signature must be set before that, not on the socket event.
     upstream.received.length = 0;

@@ -271,7 +271,7 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
   });
 
   test('pieces in reverse header order (http-proxy copies headers backwards onto the upstream request)', () => {
-    // Final attack pass F1: 7-character pieces, each under the 8 a stretch needs, in reverse order;
+    // 7-character pieces, each under the 8 a stretch needs, in reverse order;
     // on the wire they arrive in the right order and spell the whole secret.
     const pieces: string[] = [];
     for (let i = 0; i < body.length; i += 7) pieces.push(body.slice(i, i + 7));
@@ -290,7 +290,7 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
   });
 
   test('a header the gateway removes later (Transfer-Encoding, traceparent) does not keep two pieces apart', () => {
-    // Final re-check: 7 + 17 characters around Transfer-Encoding, which route-proxy deletes once a
+    // 7 + 17 characters around Transfer-Encoding, which route-proxy deletes once a
     // form or JSON body is read whole; neither piece alone is a copy, side by side they are 24.
     const s = body.toLowerCase();
     for (const between of ['transfer-encoding', 'traceparent', 'tracestate', 'x-forwarded-host']) {
@@ -326,7 +326,7 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
   });
 
   test('escapes between pieces do not break a copy the raw text holds (`&#9`, `%6f` decode to other characters)', () => {
-    // Final attack pass F2: `&#` before a digit makes the decoded form lose that digit (a tab), so
+    // `&#` before a digit makes the decoded form lose that digit (a tab), so
     // only the raw form, separators removed, holds the secret whole.
     // A key whose decoded pieces hold no stretch covering 24 (most keys), so only the raw join finds it.
     for (let tries = 0; tries < 500; tries++) {

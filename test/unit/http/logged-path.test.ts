@@ -90,14 +90,14 @@ describe('the logged path: one rule for every outcome', () => {
   });
 });
 
-describe('the logged path: split copies and keys in malformed key headers (attack pass 2, findings 1 and 5)', () => {
+describe('the logged path: split copies and keys in malformed key headers', () => {
   const key = generateApiKey('live');
   const body = key.slice(8);
   const guardDone = () => state({ urlGuardPassed: true });
   const reqWith = (url: string, headers: Record<string, string | string[]>) =>
     ({ url, headers }) as unknown as IncomingMessage;
 
-  /** Finding 1: the presented key's body split over URL parts, in any order, also %-encoded. */
+  /** The presented key's body split over URL parts, in any order, also %-encoded. */
   const splitPaths = [
     `/notify/v1/send/${body.slice(0, 19)}/a/${body.slice(19)}`,
     `/notify/v1/send/${body.slice(0, 19)};x=${body.slice(19)}`,
@@ -121,7 +121,7 @@ describe('the logged path: split copies and keys in malformed key headers (attac
     assert.equal(loggedPath(req(tiny, key), guardDone()), tiny);
   });
 
-  /** Finding 5: the real key arrives in a malformed key header; the path holds its base64 or lower-case body. */
+  /** The real key arrives in a malformed key header; the path holds its base64 or lower-case body. */
   const malformed: [string, Record<string, string | string[]>][] = [
     ['X-API-Key sent twice', { 'x-api-key': `${key}, ${key}` }],
     ['X-API-Key: Bearer K', { 'x-api-key': `Bearer ${key}` }],
@@ -154,10 +154,10 @@ describe('the logged path: split copies and keys in malformed key headers (attac
 });
 
 /**
- * Final attack report F2: without a key header (or with another key), a valid key in base64 or hex
+ * Without a key header (or with another key), a valid key in base64 or hex
  * in the path reached the access line in clear. The one rule now redacts it through the URL guard.
  */
-describe('the logged path: base64 and hex keys without the key header (final attack report F2)', () => {
+describe('the logged path: base64 and hex keys without the key header', () => {
   const key = generateApiKey('live');
   const other = generateApiKey('test');
   const encodings: [string, (b: Buffer) => string][] = [

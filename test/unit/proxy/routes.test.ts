@@ -365,9 +365,9 @@ describe('isSafeRequestPath: the round-by-round decoding, at its edges', () => {
   });
 });
 
-describe('attack report F6: dot-like segments and Unicode separators', () => {
+describe('dot-like segments and Unicode separators', () => {
   /**
-   * Attack report F6: segments that an upstream trimming trailing spaces, dots or tabs (Windows,
+   * Segments that an upstream trimming trailing spaces, dots or tabs (Windows,
    * IIS) or applying NFKC resolves to `.` or `..`, and NFKC forms of `/` and `\`.
    */
 
@@ -409,7 +409,7 @@ describe('attack report F6: dot-like segments and Unicode separators', () => {
     '..%2509',
   ];
 
-  describe('dot-like segments and Unicode separators (F6)', () => {
+  describe('each shape, raw and escaped', () => {
     for (const seg of [...REPORTED, ...SIBLINGS])
       test(`${seg} is refused, inside the path and at its end`, () => {
         assert.equal(isSafeRequestPath(`${scoped}${seg}/otps`), false);
@@ -491,7 +491,7 @@ describe('attack report F6: dot-like segments and Unicode separators', () => {
   });
 });
 
-describe('attack report 2, finding 3: dot segments padded with characters some runtime trims or ignores', () => {
+describe('dot segments padded with characters some runtime trims or ignores', () => {
   const scoped = '/notify/v1/health/';
   const pct = (s: string) =>
     [...Buffer.from(s, 'utf8')].map((b) => '%' + b.toString(16).padStart(2, '0')).join('');
