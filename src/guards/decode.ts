@@ -137,13 +137,13 @@ export function foldUnicode(s: string): string {
 const ABOVE_LATIN1 = /[^\0-\xff]/;
 
 function decodeUtf8(m: string): string {
-  const b = (i: number) => m.charCodeAt(i) & 0x3f;
   const b0 = m.charCodeAt(0);
+  const b1 = m.charCodeAt(1) & 0x3f;
   const code =
     m.length === 2
-      ? ((b0 & 0x1f) << 6) | b(1)
+      ? ((b0 & 0x1f) << 6) | b1
       : m.length === 3
-        ? ((b0 & 0x0f) << 12) | (b(1) << 6) | b(2)
-        : ((b0 & 0x07) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
+        ? ((b0 & 0x0f) << 12) | (b1 << 6) | (m.charCodeAt(2) & 0x3f)
+        : ((b0 & 0x07) << 18) | (b1 << 12) | ((m.charCodeAt(2) & 0x3f) << 6) | (m.charCodeAt(3) & 0x3f);
   return code <= 0x10ffff ? String.fromCodePoint(code) : m;
 }

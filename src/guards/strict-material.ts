@@ -24,6 +24,8 @@ const PIECE_MIN = 8;
 const MAX_NESTING = 2;
 
 const ESCAPE_TRIGGERS = /[%\\&]/;
+/** An escape `unescape` does not read: `\`, an HTML entity, `%U`. */
+const NOT_PERCENT_ONLY = /\\|&#|%U/;
 /**
  * `%XX`, `%uXXXX`, `\xXX`, `\uXXXX`, `\u{X…}`, `\UXXXXXXXX`, octal `\NNN`, HTML numeric entities with
  * any number of leading zeros. Each alternative starts with a fixed character and every run is
@@ -36,7 +38,6 @@ const NOT_BASE62 = /[^0-9A-Za-z]+/g;
 const NOT_KEY_CHAR = /[^A-Za-z0-9_]+/g;
 const WHITESPACE = /\s+/g;
 const HEX_JUNK = /0x|[^0-9a-f]+/g;
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
 /** The split-copy check of the strict level: a secret cut into pieces, put back together. */
 export interface SplitCheck {
@@ -76,12 +77,15 @@ interface Secret {
  *   environment (separators between its characters allowed);
  * - or base64/base64url (any alignment, whitespace ignored), hex (`6e:6b`, `0x6e,`) or, at the top
  *   level, single-case base32 runs decode to a text that does, two levels deep.
- * A legacy key counts whole. Linear in the length of `text`; never throws.
+ * A legacy key counts whole. Linear in the length of `text`; never throws. `shallow` (the URL key
+ * guard, before authentication: work an anonymous client can ask for) reads binary encodings one
+ * level deep and no base32.
  *
  * @example
  * createStrictMatcher(key).holds(key.slice(8).split('').join('.')) // true
  */
-export function createStrictMatcher(key: string): KeyMatcher {
+export function createStrictMatcher(key: string, shallow = false): KeyMatcher {
+  const nesting = shallow ? 1 : MAX_NESTING;
   const secret = key === '' ? null : secretOf(key);
   const minLength = secret === null ? BODY_LENGTH : Math.min(secret.window, BODY_LENGTH);
   const strip = (s: string) =>
@@ -104,10 +108,10 @@ export function createStrictMatcher(key: string): KeyMatcher {
     for (const f of forms) if (checkForm(f, found)) return true;
     // Binary encodings of the first and the fully decoded form (escapes never hide inside base64).
     for (const f of forms.length > 1 ? [forms[0]!, forms.at(-1)!] : forms) {
-      for (const d of binaryDecodings(f, p, depth === 0)) {
+      for (const d of binaryDecodings(f, p, depth === 0 && !shallow)) {
         // A wrong alignment decodes to noise: only a text with a printable stretch can hold the key.
         if (!p.printable.test(d)) continue;
-        const r = depth + 1 < MAX_NESTING ? scan(d, depth + 1, found) : checkForm(d, found);
+        const r = depth + 1 < nesting ? scan(d, depth + 1, found) : checkForm(d, found);
         if (r !== false) return r;
       }
     }
@@ -129,12 +133,15 @@ export function createStrictMatcher(key: string): KeyMatcher {
   return { key, find, holds, holdsName: holds, split };
 }
 
-/** `nk_<env>_` and its CRC-32, for each environment a bare body is checked against. */
+/** `nk_<env>_`, and the CRC-32 of it followed by 32 zero bytes (a window's CRC xors onto it). */
 interface BodyEnvironment {
   prefix: string;
   crc: number;
 }
-const envOf = (e: string): BodyEnvironment => ({ prefix: `nk_${e}_`, crc: crc32(`nk_${e}_`) });
+const envOf = (e: string): BodyEnvironment => ({
+  prefix: `nk_${e}_`,
+  crc: crc32(Buffer.alloc(KEY_RANDOM_LENGTH), crc32(`nk_${e}_`)),
+});
 const COMMON_ENVIRONMENTS = BODY_ENVIRONMENTS.map(envOf);
 
 function bodyEnvironments(key: string): BodyEnvironment[] {
@@ -146,33 +153,60 @@ function bodyEnvironments(key: string): BodyEnvironment[] {
 /** A run of base62 long enough to be a body, tried from its first character only (linear). */
 const BASE62_RUN = new RegExp(`(?<![0-9A-Za-z])[0-9A-Za-z]{${BODY_LENGTH},}`, 'g');
 const CHECKSUM_AT = KEY_RANDOM_LENGTH;
+/** CRC-32 by byte, and what a byte adds once 32 more have followed it (it leaves the window). */
+const CRC_STEP = new Int32Array(256);
+const CRC_OUT = new Int32Array(256);
+for (let b = 0; b < 256; b++) {
+  let c = b;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  CRC_STEP[b] = c;
+}
+for (let b = 0; b < 256; b++) {
+  let r = CRC_STEP[b]!;
+  for (let k = 0; k < CHECKSUM_AT; k++) r = CRC_STEP[r & 0xff]! ^ (r >>> 8);
+  CRC_OUT[b] = r;
+}
 
 /**
  * Adds to `found` every key whose bare body (32 random + 6 checksum characters) sits in a base62
  * run of `t` with a valid checksum for one of `envs`. The checksum is a CRC-32 in 6 base62 digits,
- * so its first digit is 0-4: other places cost one comparison, the rest one CRC per environment.
- * False positives: 62^-6 per place and environment (below 10^-6 for a 16 KB URL).
+ * so its first digit is 0-4: other places cost one rolling CRC step (the CRC is linear: the byte
+ * leaving the 32-byte window is xored out), the rest a comparison per environment. False positives:
+ * 62^-6 per place and environment (below 10^-6 for a 16 KB URL).
  */
 function bodiesIn(t: string, envs: BodyEnvironment[], found: string[]): void {
   BASE62_RUN.lastIndex = 0;
   for (let m = BASE62_RUN.exec(t); m !== null; m = BASE62_RUN.exec(t)) {
     const run = m[0];
+    let crc = 0;
+    for (let i = 0; i < CHECKSUM_AT - 1; i++) crc = CRC_STEP[(crc ^ run.charCodeAt(i)) & 0xff]! ^ (crc >>> 8);
     for (let p = 0; p + BODY_LENGTH <= run.length; p++) {
-      const first = run.charCodeAt(p + CHECKSUM_AT);
-      if (first < 48 || first > 52) continue;
-      let sum = 0;
-      for (let i = p + CHECKSUM_AT; i < p + BODY_LENGTH; i++) {
-        const c = run.charCodeAt(i);
-        sum = sum * 62 + (c <= 57 ? c - 48 : c <= 90 ? c - 55 : c - 61);
+      crc = CRC_STEP[(crc ^ run.charCodeAt(p + CHECKSUM_AT - 1)) & 0xff]! ^ (crc >>> 8);
+      if (p > 0) crc ^= CRC_OUT[run.charCodeAt(p - 1)]!;
+      const first = run.charCodeAt(p + CHECKSUM_AT) - 48;
+      if (first < 0 || first > 4) continue;
+      // The first checksum digit settles most places: the rest only for an environment it fits.
+      for (const e of envs) {
+        const expected = (e.crc ^ crc) >>> 0;
+        if (Math.floor(expected / BASE62_5) !== first || expected !== base62At(run, p + CHECKSUM_AT))
+          continue;
+        found.push(e.prefix + run.slice(p, p + BODY_LENGTH));
+        break;
       }
-      const random = run.slice(p, p + CHECKSUM_AT);
-      for (const e of envs)
-        if (crc32(random, e.crc) === sum) {
-          found.push(e.prefix + run.slice(p, p + BODY_LENGTH));
-          break;
-        }
     }
   }
+}
+
+const BASE62_5 = 62 ** 5;
+
+/** The number the 6 base62 digits at `run[i]` spell. */
+function base62At(run: string, i: number): number {
+  let sum = 0;
+  for (let k = i; k < i + KEY_CHECKSUM_LENGTH; k++) {
+    const c = run.charCodeAt(k);
+    sum = sum * 62 + (c <= 57 ? c - 48 : c <= 90 ? c - 55 : c - 61);
+  }
+  return sum;
 }
 
 /** The secret of a key: an `nk_` key's body; a legacy key's letters and digits, or itself. */
@@ -247,7 +281,8 @@ function decodedForms(text: string): string[] | null {
   if (s !== text) forms.push(s);
   let budget = 2 * text.length + 2048;
   for (let i = 0; ESCAPE_TRIGGERS.test(s); i++) {
-    const next = foldUnicode(s.replace(ESCAPES, decodeEscape));
+    // `%XX` and `%uXXXX` alone: the native `unescape` decodes them the same way, in one pass.
+    const next = foldUnicode(NOT_PERCENT_ONLY.test(s) ? s.replace(ESCAPES, decodeEscape) : unescape(s));
     if (next === s) break;
     if (i === MAX_DECODE_ROUNDS || (budget -= s.length) < 0) return null;
     forms.push((s = next));
@@ -327,18 +362,17 @@ function binaryDecodings(s: string, p: RunPatterns, withBase32: boolean): string
 
 /** RFC 4648 base32 (lowercase, no padding) from character `from`, as latin1 text. */
 function decodeBase32(run: string, from: number): string {
+  const out = Buffer.allocUnsafe(Math.max(0, Math.floor(((run.length - from) * 5) / 8)));
   let bits = 0;
   let value = 0;
-  let out = '';
+  let n = 0;
   for (let i = from; i < run.length; i++) {
-    value = ((value << 5) | BASE32.indexOf(run[i]!)) & 0xfff;
+    const c = run.charCodeAt(i);
+    value = ((value << 5) | (c >= 97 ? c - 97 : c - 24)) & 0xfff; // a-z: 0-25, 2-7: 26-31
     bits += 5;
-    if (bits >= 8) {
-      bits -= 8;
-      out += String.fromCharCode((value >> bits) & 0xff);
-    }
+    if (bits >= 8) out[n++] = (value >> (bits -= 8)) & 0xff;
   }
-  return out;
+  return out.toString('latin1', 0, n);
 }
 
 /**

@@ -63,7 +63,7 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
   const full = { rounds: 8, left: Infinity, undecided: false };
   const names = new Set(opts.paramNames.map((n) => squash(decodeRepeatedly(n, full))));
   const overrides = new OverrideNames(opts.overrideNames);
-  const deep = opts.level === 'strict' ? createStrictMatcher('') : null;
+  const deep = opts.level === 'strict' ? createStrictMatcher('', true) : null;
   return function checkUrlForKey(url: string): UrlKeyCheck {
     const budget: DecodeBudget = { rounds: 8, left: 2 * url.length + 2048, undecided: false };
     const scan: Scan = {
@@ -88,7 +88,9 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
     }
     if (scan.overLimit) addShapes(url, scan.candidates);
     let undecided = budget.undecided;
-    for (const text of deep ? [url, scan.values] : []) {
+    // The joined values differ from the URL's own reading only when there are two or more.
+    const joined = opts.maxParams - scan.params > 1 ? scan.values : '';
+    for (const text of deep ? [url, joined] : []) {
       const f = deep!.find(text);
       if (f?.undecided) undecided = true;
       else if (f) scan.candidates.push(...f.keys);
