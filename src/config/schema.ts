@@ -329,8 +329,9 @@ export const configSchema = z
       .default({}),
     /**
      * How far the leak guards read (docs/security.md, "Levels"). `default`: the presented key as
-     * sent, %-decoded once or in base64, and any key shape with a valid checksum, in the URL, every
-     * header and cookies: a few native searches per value. `strict`: also escapes of every kind,
+     * sent, %-decoded until stable or in base64 (`Basic` too), and any key shape with a valid
+     * checksum, in the URL, every header and cookies: a few native searches per value. `strict`:
+     * also escapes of every kind,
      * Unicode folding, hex, base32, nesting, separators inside the secret, bare key bodies and a key
      * split over several headers or URL parts: several passes per value.
      */

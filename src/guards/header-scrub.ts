@@ -132,7 +132,7 @@ const RESPONSE_HOP_BY_HOP = HOP_BY_HOP.filter((n) => n !== 'expect');
 
 /**
  * Removes, in place, what an upstream's response must not pass on to the client (RFC 9110 §7.6.1;
- * invariant 10): `Connection` and every header it names, `Keep-Alive`, `Proxy-*`, `TE`, `Trailer`,
+ * threat model: T3, the other way; invariant 10): `Connection` and every header it names, `Keep-Alive`, `Proxy-*`, `TE`, `Trailer`,
  * `Upgrade`, and a plain `Transfer-Encoding: chunked` (Node frames the client's response itself).
  * Call it before the headers are copied to the client's response.
  */

@@ -4,8 +4,9 @@ import { KEY_CHECKSUM_LENGTH, KEY_RANDOM_LENGTH } from '../auth/api-key.js';
 import { foldUnicode } from './decode.js';
 import { addKeyShapes, type KeyFinding, type KeyMatcher } from './key-material.js';
 
-// The strict level (`guards.level: strict`, threat model: T1 and T5 against a client that builds
-// encodings on purpose; docs/security.md "Levels" states the cost). Not on the default path.
+// The strict level (`guards.level: strict`; threat model: T1 and T5 against a client that builds
+// encodings on purpose, up to non-goal N1; docs/security.md "Levels" states the cost). Not on the
+// default path.
 
 /**
  * Consecutive characters of a key's secret body that make a copy: 24 of its 38. A shorter piece

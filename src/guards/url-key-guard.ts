@@ -42,7 +42,7 @@ interface Scan {
 }
 
 /**
- * Builds the URL key guard, run before authentication (threat model: T1, T2; invariant 8). A URL
+ * Builds the URL key guard, run before authentication (threat model: T1, T2, T4; invariant 8). A URL
  * carries a key when a query or matrix parameter has a key-like name (any case and separators,
  * %-decoded) or any part holds a key shape (`nk_<env>_` + 38 base62, any case, checksum not
  * needed). A parameter naming a method override is reported too. Each piece is %-decoded until it

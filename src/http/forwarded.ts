@@ -16,7 +16,7 @@ export function lastValue(v: string | string[] | undefined): string | undefined 
 
 /**
  * HTTPS on our own socket, or `X-Forwarded-Proto: https` appended by a trusted terminator (the last
- * entry decides). Needs `req.gw` (its `peerTrusted` decides whether the header is believed).
+ * entry decides; threat model: T3, T6). Needs `req.gw` (its `peerTrusted` decides whether the header is believed).
  */
 export function isHttps(req: IncomingMessage): boolean {
   if ((req.socket as { encrypted?: boolean }).encrypted) return true;

@@ -31,7 +31,7 @@ export interface KeyInUrlNotes {
 }
 
 /**
- * Builds the key-in-URL bookkeeping shared by every step that can see a URL before the URL key guard
+ * Builds the key-in-URL bookkeeping (threat model: T1, T4) shared by every step that can see a URL before the URL key guard
  * does (own endpoints, transport guard, route match) and by the guard itself.
  *
  * @example

@@ -17,7 +17,7 @@ export interface LoggedPathOptions {
 
 /**
  * The one rule for a URL the gateway logs (the access line's `path`; the query is never logged),
- * whatever the request's outcome (threat model: T1, keys in logs): the path, or REDACTED_PATH when a
+ * whatever the request's outcome (threat model: T1, T5): the path, or REDACTED_PATH when a
  * step saw a key in the URL or a URL past the guard's caps (`req.gw.keyInUrl`); when the URL key
  * guard finds anything in the path and no step ran it to the end (`urlGuardPassed`: answers such as
  * 403 `HTTPS_REQUIRED` come before the guard); when the path holds material of the key the request

@@ -199,7 +199,7 @@ const trustedStateGetter = (
 });
 
 /**
- * A tracestate without its entries that could hold a key: one the request's key-material check
+ * A tracestate without its entries that could hold a key (threat model: T5): one the request's key-material check
  * (`holdsKey`, the same as for forwarded headers) finds material in, and, more broadly, one with
  * `nk_` or a run of 32 or more letters and digits (a key's random part: a dropped vendor entry
  * costs nothing, a kept key leaks it). Undefined when nothing is left.

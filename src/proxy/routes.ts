@@ -117,11 +117,11 @@ const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
 const RESHAPING_ESCAPE = /%(?:[01][0-9A-Fa-f]|20|7[fF]|[89A-Fa-f][0-9A-Fa-f])/;
 
 /**
- * Whether a request target is a plain origin-form path the gateway can route safely: starts with
- * `/`, holds no empty segment (`//`) or fragment, and no decoded form of it shows a dot segment
- * (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong escape. An
- * upstream that decodes the path any number of times, then resolves dot segments, sees the
- * segments the route matcher and the scope check saw (they compare the raw path). How:
+ * Whether a request target is a plain origin-form path the gateway can route safely (threat model:
+ * T2): starts with `/`, holds no empty segment (`//`) or fragment, and no decoded form of it shows
+ * a dot segment (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong
+ * escape. An upstream that decodes the path any number of times, then resolves dot segments,
+ * sees the segments the route matcher and the scope check saw (they compare the raw path). How:
  * - the path and its once-decoded form are checked; in the decoded form an escape that another
  *   decoding would make a dot, `/`, `;` or part of a new escape is refused outright (every
  *   spelling of a double-encoded dot: `%252e`, `%25%32%65`, `%%32e`, `%2%65`...);

@@ -27,7 +27,7 @@ export interface MethodOverrideBodyOptions {
 }
 
 /**
- * Step 13, a method override in the body (threat model: T2), only where it could change something:
+ * Step 13, a method override in the body (threat model: T2; T4 for its memory), only where it could change something:
  * the route lists `methods`, or the company's or the key's scope for this path does not allow every
  * method. Everywhere else, and for bodies that are neither forms nor JSON, the body streams
  * untouched. Where it applies, the body is read as it streams past (`createOverrideScanner`: a

@@ -40,7 +40,7 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
  * Step 1, request context: sets `req.gw` (request id, client address, whether the peer is a trusted
  * proxy, route `-`), answers the request id header, and on close counts the request and writes the
  * access log line. Never stops a request. Every client value it logs or echoes goes through the
- * request's key-material check first (threat model: T1): an accepted client request id (else a new
+ * request's key-material check first (threat model: T5): an accepted client request id (else a new
  * one), a trusted proxy's `tracestate` entries; the client address from a trusted proxy's
  * `X-Forwarded-For` must be an IP address (else the peer's is used); the logged path follows
  * `createLoggedPath`. Throws at creation on invalid options (proxy-addr throws for an invalid
