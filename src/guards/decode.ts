@@ -72,6 +72,14 @@ export function percentDecode(s: string): string {
   return out + s.slice(from);
 }
 
+/** Rounds of decoding at most, at every level: a text still changing after them is undecided. */
+export const DECODE_ROUNDS = 8;
+
+/** The budget for decoding a text of `length` characters: 2 characters decoded per character. */
+export function decodeBudget(length: number): DecodeBudget {
+  return { rounds: DECODE_ROUNDS, left: 2 * length + 2048, undecided: false };
+}
+
 /** How deep `decodeRepeatedly` goes, and the budget it spends (characters decoded). */
 export interface DecodeBudget {
   /** Rounds of decoding at most; a string still changing after them is undecided. */

@@ -1,7 +1,14 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { KEY_CHECKSUM_LENGTH, KEY_LIKE_PATTERN, KEY_RANDOM_LENGTH, parseApiKey } from '../auth/api-key.js';
+import {
+  KEY_CHECKSUM_LENGTH,
+  KEY_LIKE_PATTERN,
+  KEY_MIN_LENGTH,
+  KEY_PREFIX_PATTERN,
+  KEY_RANDOM_LENGTH,
+  parseApiKey,
+} from '../auth/api-key.js';
 import '../request-state.js';
-import { decodeRepeatedly } from './decode.js';
+import { decodeBudget, decodeRepeatedly } from './decode.js';
 import { createStrictMatcher, type SplitCheck } from './strict-material.js';
 
 /**
@@ -38,8 +45,6 @@ declare module '../request-state.js' {
   }
 }
 
-/** The shortest key shape: `nk_` + a 2-letter environment + `_` + 38. */
-const KEY_SHAPE_MIN_LENGTH = 44;
 /** `nk_<env>_` + 38 base62 in any letter case (the checksum covers the lowercase prefix). */
 const KEY_SHAPE = new RegExp(KEY_LIKE_PATTERN.source, 'gi');
 const NK = /nk_/i;
@@ -55,7 +60,7 @@ const CANDIDATE_READ = 256;
  * const found: string[] = []; addKeyShapes(`x=${key}`, found) // found: [key]
  */
 export function addKeyShapes(t: string, found: string[]): void {
-  if (t.length < KEY_SHAPE_MIN_LENGTH || !NK.test(t)) return;
+  if (t.length < KEY_MIN_LENGTH || !NK.test(t)) return;
   KEY_SHAPE.lastIndex = 0;
   for (let m = KEY_SHAPE.exec(t); m !== null; m = KEY_SHAPE.exec(t)) {
     const sep = m[0].indexOf('_', 3);
@@ -81,11 +86,11 @@ export function addKeyShapes(t: string, found: string[]): void {
  */
 export function createKeyMatcher(key: string, level: GuardLevel): KeyMatcher {
   if (level === 'strict') return createStrictMatcher(key);
-  const secret = /^nk_[a-z][a-z0-9]{1,15}_/.test(key)
+  const secret = KEY_PREFIX_PATTERN.test(key)
     ? key.slice(key.indexOf('_', 3) + 1, key.length - KEY_CHECKSUM_LENGTH)
     : key;
   const needles = secret.length >= KEY_RANDOM_LENGTH / 2 ? [secret, ...base64Needles(secret)] : [];
-  const min = needles.length ? Math.min(secret.length, KEY_SHAPE_MIN_LENGTH) : KEY_SHAPE_MIN_LENGTH;
+  const min = needles.length ? Math.min(secret.length, KEY_MIN_LENGTH) : KEY_MIN_LENGTH;
   const read = (t: string, found: string[]): void => {
     for (const n of needles)
       if (t.includes(n)) {
@@ -99,7 +104,7 @@ export function createKeyMatcher(key: string, level: GuardLevel): KeyMatcher {
     const found: string[] = [];
     read(text, found);
     if (text.includes('%')) {
-      const budget = { rounds: 8, left: 2 * text.length + 2048, undecided: false };
+      const budget = decodeBudget(text.length);
       const decoded = decodeRepeatedly(text, budget);
       if (budget.undecided) return { keys: [], undecided: true };
       read(decoded, found);

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { crc32 } from 'node:zlib';
-import { KEY_CHECKSUM_LENGTH, KEY_RANDOM_LENGTH } from '../auth/api-key.js';
-import { foldUnicode } from './decode.js';
+import { KEY_CHECKSUM_LENGTH, KEY_PREFIX_PATTERN, KEY_RANDOM_LENGTH } from '../auth/api-key.js';
+import { DECODE_ROUNDS, decodeBudget, foldUnicode } from './decode.js';
 import { addKeyShapes, type KeyFinding, type KeyMatcher } from './key-material.js';
 
 // The strict level (`guards.level: strict`; threat model: T1 and T5 against a client that builds
@@ -14,8 +14,6 @@ import { addKeyShapes, type KeyFinding, type KeyMatcher } from './key-material.j
  * case, so 24 characters still carry 124 bits: a chance match is out of reach.
  */
 const SECRET_WINDOW = 24;
-/** Escape rounds undone at most; a text still changing after that is undecided. */
-const MAX_DECODE_ROUNDS = 8;
 const BODY_LENGTH = KEY_RANDOM_LENGTH + KEY_CHECKSUM_LENGTH;
 /** Environments a bare 38-character body is checked against (its checksum covers `nk_<env>_`). */
 const BODY_ENVIRONMENTS = ['live', 'test'];
@@ -146,7 +144,7 @@ const envOf = (e: string): BodyEnvironment => ({
 const COMMON_ENVIRONMENTS = BODY_ENVIRONMENTS.map(envOf);
 
 function bodyEnvironments(key: string): BodyEnvironment[] {
-  const m = /^nk_([a-z][a-z0-9]{1,15})_/.exec(key);
+  const m = KEY_PREFIX_PATTERN.exec(key);
   if (m === null || BODY_ENVIRONMENTS.includes(m[1]!)) return COMMON_ENVIRONMENTS;
   return [...COMMON_ENVIRONMENTS, envOf(m[1]!)];
 }
@@ -212,8 +210,8 @@ function base62At(run: string, i: number): number {
 
 /** The secret of a key: an `nk_` key's body; a legacy key's letters and digits, or itself. */
 function secretOf(key: string): Secret {
-  const m = /^nk_[a-z][a-z0-9]{1,15}_([0-9A-Za-z]{24,})$/.exec(key);
-  if (m) return withBlocks(m[1]!.toLowerCase(), SECRET_WINDOW, false);
+  const body = key.slice(KEY_PREFIX_PATTERN.exec(key)?.[0].length ?? key.length);
+  if (/^[0-9A-Za-z]{24,}$/.test(body)) return withBlocks(body.toLowerCase(), SECRET_WINDOW, false);
   const alnum = key.toLowerCase().replace(NOT_ALNUM, '');
   if (alnum.length >= 16) return withBlocks(alnum, alnum.length, false);
   return withBlocks(key.toLowerCase().replace(WHITESPACE, ''), key.replace(WHITESPACE, '').length || 1, true);
@@ -280,12 +278,12 @@ function decodedForms(text: string): string[] | null {
   const forms = [text];
   let s = foldUnicode(text);
   if (s !== text) forms.push(s);
-  let budget = 2 * text.length + 2048;
+  const budget = decodeBudget(text.length);
   for (let i = 0; ESCAPE_TRIGGERS.test(s); i++) {
     // `%XX` and `%uXXXX` alone: the native `unescape` decodes them the same way, in one pass.
     const next = foldUnicode(NOT_PERCENT_ONLY.test(s) ? s.replace(ESCAPES, decodeEscape) : unescape(s));
     if (next === s) break;
-    if (i === MAX_DECODE_ROUNDS || (budget -= s.length) < 0) return null;
+    if (i === DECODE_ROUNDS || (budget.left -= s.length) < 0) return null;
     forms.push((s = next));
   }
   return forms;

@@ -1,4 +1,5 @@
-import { decodeRepeatedly, type DecodeBudget } from './decode.js';
+import { ENVIRONMENT_MAX_LENGTH, KEY_MIN_LENGTH } from '../auth/api-key.js';
+import { DECODE_ROUNDS, decodeBudget, decodeRepeatedly } from './decode.js';
 import type { GuardLevel } from './key-material.js';
 import { OverrideNames } from './method-override.js';
 import { createStrictMatcher } from './strict-material.js';
@@ -60,12 +61,12 @@ interface Scan {
  * check('/notify/v1/otps?API%5FKEY=abc').candidates // ['abc']
  */
 export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKeyCheck {
-  const full = { rounds: 8, left: Infinity, undecided: false };
+  const full = { rounds: DECODE_ROUNDS, left: Infinity, undecided: false };
   const names = new Set(opts.paramNames.map((n) => squash(decodeRepeatedly(n, full))));
   const overrides = new OverrideNames(opts.overrideNames);
   const deep = opts.level === 'strict' ? createStrictMatcher('', true) : null;
   return function checkUrlForKey(url: string): UrlKeyCheck {
-    const budget: DecodeBudget = { rounds: 8, left: 2 * url.length + 2048, undecided: false };
+    const budget = decodeBudget(url.length);
     const scan: Scan = {
       candidates: [],
       overLimit: false,
@@ -162,8 +163,6 @@ const NOT_ALNUM = /[^a-z0-9]+/g;
 
 /** A key's body after its `_`: where the search for key shapes starts (one native pass). */
 const KEY_BODY = /_[0-9A-Za-z]{38}/g;
-/** The longest environment in `nk_<env>_`. */
-const MAX_ENV_LENGTH = 16;
 
 /**
  * Adds key-shaped substrings (`nk_<env>_` + 38 base62, prefix in any case; the checksum is not
@@ -172,12 +171,12 @@ const MAX_ENV_LENGTH = 16;
  * back for `nk_<env>`: a URL full of `nk_` costs no more than one without.
  */
 function addShapes(text: string, out: string[]): void {
-  if (text.length < 44) return;
+  if (text.length < KEY_MIN_LENGTH) return;
   KEY_BODY.lastIndex = 0;
   for (let m = KEY_BODY.exec(text); m !== null; m = KEY_BODY.exec(text)) {
     const v = m.index;
     let e = v - 1; // back over the environment to the `_` before it
-    while (e >= 0 && v - e <= MAX_ENV_LENGTH && isBase62(text.charCodeAt(e))) e--;
+    while (e >= 0 && v - e <= ENVIRONMENT_MAX_LENGTH && isBase62(text.charCodeAt(e))) e--;
     if (v - e < 3 || text.charCodeAt(e) !== 95 || !isLetter(text.charCodeAt(e + 1))) continue;
     if ((text.charCodeAt(e - 1) | 0x20) !== 107 || (text.charCodeAt(e - 2) | 0x20) !== 110) continue;
     out.push(text.slice(e - 2, v).toLowerCase() + text.slice(v, v + 39));
