@@ -99,11 +99,16 @@ describe('package', () => {
   });
 
   test('the TypeScript blocks of README.md and docs/ type-check under strict, against the built package', () => {
-    // A block that imports the test helpers is a test file: it is checked from test/integration/.
+    // A block that imports the test helpers is a test file: it is checked from test/integration/;
+    // one that imports './' is code inside the gateway: it is checked from src/.
     const blocks = docPages().flatMap((page) =>
       [...readFileSync(join(ROOT, page), 'utf8').matchAll(/^```(?:ts|typescript)\n([\s\S]*?)^```$/gm)].map(
         (m, i) => {
-          const dir = m[1]!.includes("from '../helpers/") ? 'test/integration' : '';
+          const dir = m[1]!.includes("from '../helpers/")
+            ? 'test/integration'
+            : m[1]!.includes("from './")
+              ? 'src'
+              : '';
           return [join(ROOT, dir, `${page.replace(/\W/g, '-')}-block-${i}.ts`), m[1]!] as const;
         },
       ),
