@@ -55,6 +55,11 @@ if (process.getuid?.() !== 0)
 
 const pages = PAGES.map((page) => ({ page, lines: lineCount(page), blocks: readDocBlocks(ROOT, page) }));
 
+// `npx notify-gateway` in a checkout installs the checkout into npm's npx cache (~/.npm/_npx) on
+// first use. Sessions share that cache: several first uses at once race on one folder and can leave
+// it broken for every later `npx` of the machine. One first use here, before any session starts.
+execFileSync('npx', ['--yes', 'notify-gateway', '--help'], { cwd: ROOT, stdio: 'ignore', timeout: 180_000 });
+
 describe('docs that run', { concurrency: SESSIONS_AT_ONCE }, () => {
   for (const { page, lines, blocks } of pages) {
     const shell = blocks.filter((b) => SHELL_LANGS.has(b.lang) && !b.directive);
