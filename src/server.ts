@@ -330,7 +330,7 @@ function createUsage(
     },
   });
   const onFinished: AppDeps['onRequestFinished'] = (st, status) => {
-    if (st.company) recorder.record(st.company.id, st.error, status);
+    if (st.company) recorder.record(st.company.id, st.error, status, st.key?.id);
   };
   return { recorder, store, onFinished };
 }

@@ -14,13 +14,12 @@ import { adminIdentities, hasRole, identify, type AdminIdentity, type AdminToken
 import {
   ADMIN_OPERATIONS,
   allowedMethods,
-  auditQuerySchema,
   findQueryProblems,
   isQueryChecked,
   missingBodyDetails,
   type AdminOperation,
 } from './schemas.js';
-import { queryUsage, type UsageQueryDeps } from './usage-query.js';
+import { queryKeyUsage, queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
   service: AdminService;
@@ -309,25 +308,27 @@ function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null):
     reply(res, await service.rotateKey(req.params.keyId!, bodyOrEmpty(req, res), actorOf(res)), 201, true),
   );
   r.get('/audit', v1('get', '/audit'), async (req, res) => {
-    // Each at most once, as a string (the guard checked); the limit's value by the service.
-    const limit: unknown = req.query.limit;
-    const companyId = req.query.companyId as string | undefined;
-    // An empty or malformed company id is refused, not read as "every company".
-    const idProblem = auditQuerySchema.shape.companyId.safeParse(companyId);
-    if (!idProblem.success)
-      return sendError(
-        res,
-        'ADMIN_INVALID_REQUEST',
-        `companyId: ${idProblem.error.issues[0]?.message ?? ''}`,
-      );
-    reply(
-      res,
-      await service.readAudit({
-        ...(limit !== undefined ? { limit } : {}),
-        ...(companyId !== undefined ? { companyId } : {}),
-      }),
-    );
+    // Each at most once, as a string (the guard checked); the values by the service.
+    const q = req.query as Record<string, string | undefined>;
+    // An empty company id is refused here, not read as "every company" (the service's meaning).
+    if (q.companyId === '') return sendError(res, 'ADMIN_INVALID_REQUEST', 'companyId: must be a company id');
+    reply(res, await service.readAudit(q));
   });
+  r.get('/audit/export', v1('get', '/audit/export'), async (req, res) => {
+    const pages = service.exportAudit(req.query as Record<string, string | undefined>);
+    if (!pages.ok) return reply(res, pages);
+    await writeJsonLines(res, pages.value);
+  });
+  r.get('/whoami', v1('get', '/whoami'), (_req, res) => {
+    const { name, role } = res.locals.admin as AdminIdentity;
+    res.json({ name, role });
+  });
+  r.get('/keys', v1('get', '/keys'), async (req, res) =>
+    reply(res, await service.findKeys(req.query.prefix)),
+  );
+  r.get('/keys/:keyId/usage', v1('get', '/keys/:keyId/usage'), async (req, res) =>
+    reply(res, await queryKeyUsage(service, usage, req.params.keyId!, req.query)),
+  );
   r.get('/openapi.json', v1('get', '/openapi.json'), (_req, res) => void res.json(adminOpenApiDocument()));
   return r;
 }
@@ -368,6 +369,29 @@ function createWebhookRoutes(hooks: WebhookAdmin | null): express.Router {
         : off(res),
   );
   return r;
+}
+
+/**
+ * Streams pages of entries as JSON lines (`application/x-ndjson`), one write per page, waiting for
+ * the client to take each (memory: one page). A store failure after the first line cuts the
+ * answer (the client sees it end without its last chunk), so a partial export is never mistaken
+ * for a whole one; before it, the error handler answers.
+ */
+async function writeJsonLines(res: Response, pages: AsyncIterable<readonly object[]>): Promise<void> {
+  const iterator = pages[Symbol.asyncIterator]();
+  let next = await iterator.next();
+  res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
+  try {
+    while (!next.done) {
+      const text = next.value.map((e) => JSON.stringify(e)).join('\n') + '\n';
+      if (!res.write(text)) await new Promise((resolve) => res.once('drain', resolve));
+      if (res.destroyed) return void (await iterator.return?.());
+      next = await iterator.next();
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
 }
 
 /** An optional body: what was sent, or `{}` when nothing (or nothing but an empty body) was. */
