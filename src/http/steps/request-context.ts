@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import proxyAddr from 'proxy-addr';
-import { childCache, type GatewayMetrics } from '../../observability/metrics.js';
+import { routeStatusCache, statusClass, type GatewayMetrics } from '../../observability/metrics.js';
 import { unredactedChild, type Logger } from '../../observability/logger.js';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import { mayHoldKey } from '../../proxy/key-material.js';
@@ -56,8 +56,8 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
   if (!Array.isArray(opts.trustedProxies)) throw new TypeError('trustedProxies must be an array');
   const { requestIdHeader, acceptClientRequestId, metrics } = opts;
   const trust = opts.trustedProxies.length ? proxyAddr.compile([...opts.trustedProxies]) : null;
-  const requestsBy = childCache(metrics.requests);
-  const durationBy = childCache(metrics.duration);
+  const requestsBy = routeStatusCache(metrics.requests, String);
+  const durationBy = routeStatusCache(metrics.duration, statusClass);
   const logRequest = createAccessLog(
     opts.logger,
     createLoggedPath({
@@ -94,8 +94,8 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       metrics.inflight.dec();
       const seconds = Number(process.hrtime.bigint() - state.start) / 1e9;
       const status = res.writableFinished ? res.statusCode : 0;
-      requestsBy(state.route, String(status)).inc();
-      durationBy(state.route).observe(seconds);
+      requestsBy(state.route, status).inc();
+      durationBy(state.route, status).observe(seconds);
       if (tracing.on) tracing.endRequest(state, status);
       opts.onFinished?.(state, status);
       if (!opts.accessLog) return;
