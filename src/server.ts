@@ -566,6 +566,7 @@ async function startAdminServer(
           origin: config.admin.consoleOrigin ?? null,
           host: config.admin.host,
           tiers: config.rateLimit.tiers.map((t) => t.name),
+          tierWindows: Object.fromEntries(config.rateLimit.tiers.map((t) => [t.name, t.windows])),
         }
       : null,
     usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,

@@ -6,7 +6,12 @@ import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { Readiness } from '../observability/readiness.js';
 import { isStoreOutage } from '../store/types.js';
-import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
+import {
+  createConsoleHandler,
+  isConsoleOrigin,
+  type ConsoleOriginOptions,
+  type ConsoleSettings,
+} from './console.js';
 import type { WebhookAdmin } from '../events/admin.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
@@ -33,7 +38,12 @@ export interface AdminAppDeps {
   readMetrics: MetricsReader;
   logger: Logger;
   /** The operator console at `/console/` (`admin.console`), or absent/null when it is off. */
-  console?: { origin: string | null; host: string; tiers: readonly string[] } | null;
+  console?: {
+    origin: string | null;
+    host: string;
+    tiers: readonly string[];
+    tierWindows?: ConsoleSettings['tierWindows'];
+  } | null;
   /** Usage counts for `GET /companies/:id/usage`; null or absent: usage is off (404). */
   usage?: UsageQueryDeps | null;
   /** Readiness behind the admin port's `/readyz` (the probes are in the OpenAPI document: always served). */
@@ -61,7 +71,10 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const consoleOpts = deps.console
     ? { origin: deps.console.origin, host: deps.console.host, tokenless: identities.length === 0 }
     : null;
-  if (deps.console) app.use(createConsoleHandler({ tiers: deps.console.tiers }));
+  if (deps.console) {
+    const { tiers, tierWindows } = deps.console;
+    app.use(createConsoleHandler({ tiers, tierWindows, tokenless: identities.length === 0 }));
+  }
   app.use(function noStore(_req, res, next) {
     res.setHeader('Cache-Control', 'no-store');
     next();

@@ -246,7 +246,7 @@ export class AdminService {
     if (typeof prefix !== 'string' || !KEY_PREFIX_SEARCH.test(prefix) || holdsKeyMaterial(prefix))
       return fail(
         'ADMIN_INVALID_REQUEST',
-        'prefix: must be the start of a display prefix (1-26 characters, such as nk_live_AbC123), never a whole key',
+        'prefix: must be the start of a display prefix (such as nk_live_AbC123: nk_, the environment, _ and at most 6 characters), never a key',
       );
     const companies = await this.opts.store.listCompanies();
     const lists = await Promise.all(companies.map((c) => this.opts.store.listKeys(c.id)));
@@ -803,8 +803,13 @@ function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z
   return fail('ADMIN_INVALID_REQUEST', details);
 }
 
-/** What a key search takes: printable ASCII but the comma, no longer than a display prefix. */
-const KEY_PREFIX_SEARCH = /^[\x21-\x2b\x2d-\x7e]{1,26}$/;
+/**
+ * What a key search takes: the start of a display prefix (`nk_`, `nk_live`, `nk_live_AbC`, up to
+ * the 6 characters of the key that a prefix shows), or of a legacy key's (up to 4 characters). No
+ * more of a key than its prefix shows: a pasted key is refused, not searched for.
+ */
+const KEY_PREFIX_SEARCH =
+  /^(?:n|nk|nk_[a-z0-9]{0,16}|nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{0,6}|(?!nk_)[\x21-\x2b\x2d-\x7e]{1,4})$/;
 
 /** An admin failure from the registry; `details` replaces the registry's default wording. */
 function fail(code: ErrorCode, details?: string): AdminFailure {

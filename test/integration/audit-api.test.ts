@@ -195,11 +195,20 @@ describe('audit, key search, key usage and whoami (memory store)', () => {
     );
     const broad = await api()('GET', `/admin/v1/keys?prefix=${prefix.slice(0, 8)}`);
     assert.deepEqual(new Set(broad.list.map((k) => k.companyId)), new Set(['aud-a', 'aud-b']));
-    assert.deepEqual((await api()('GET', '/admin/v1/keys?prefix=zz_none')).list, []);
-    for (const q of [`prefix=${plaintexts[0]!}`, 'prefix=', 'prefix=a,b', '']) {
+    assert.deepEqual((await api()('GET', '/admin/v1/keys?prefix=nk_zz')).list, []);
+    // More of a key than its prefix shows is refused: a pasted key, or a piece of one.
+    const piece = plaintexts[0]!.slice(0, prefix.length + 1);
+    for (const q of [
+      `prefix=${plaintexts[0]!}`,
+      `prefix=${piece}`,
+      'prefix=',
+      'prefix=a,b',
+      'prefix=abcde',
+      '',
+    ]) {
       const r = await api()('GET', `/admin/v1/keys?${q}`);
       assert.equal(r.status, 400, q);
-      assert.ok(!r.text.includes(plaintexts[0]!));
+      assert.ok(!r.text.includes(piece), q);
     }
   });
 
