@@ -34,6 +34,8 @@ export interface Tracing {
   readonly on: boolean;
   /** Starts the request's server span (step 1). */
   startRequest(state: TracedRequest, req: IncomingMessage): void;
+  /** The trace id of the request's server span (for the access line), before `endRequest`. */
+  traceIdOf(state: TracedRequest): string | undefined;
   /** Ends it with route, company, key, decision and status, and any child span still open. */
   endRequest(state: TracedRequest, status: number): void;
   /** A child span of the request: the key lookup, the limiter. */
@@ -56,6 +58,7 @@ const NO_CHILD: ChildSpan = { kind: 'child' };
 export const TRACING_OFF: Tracing = Object.freeze({
   on: false,
   startRequest: noop,
+  traceIdOf: () => undefined,
   endRequest: noop,
   startChild: () => NO_CHILD,
   endChild: noop,
@@ -245,6 +248,10 @@ class ActiveTracing implements Tracing {
       parent,
     );
     this.requests.set(state, { method, span, ctx: api.trace.setSpan(api.ROOT_CONTEXT, span), children: [] });
+  }
+
+  traceIdOf(state: TracedRequest): string | undefined {
+    return this.requests.get(state)?.span.spanContext().traceId;
   }
 
   endRequest(state: TracedRequest, status: number): void {

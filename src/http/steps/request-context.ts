@@ -65,6 +65,7 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       keyMaxLength: opts.keyMaxLength,
       acceptLegacyKeys: opts.acceptLegacyKeys ?? false,
     }),
+    opts.keyMaxLength,
   );
   const tracing = opts.tracing ?? TRACING_OFF;
 
@@ -96,10 +97,11 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       const status = res.writableFinished ? res.statusCode : 0;
       requestsBy(state.route, status).inc();
       durationBy(state.route, status).observe(seconds);
+      const traceId = tracing.on ? tracing.traceIdOf(state) : undefined;
       if (tracing.on) tracing.endRequest(state, status);
       opts.onFinished?.(state, status);
       if (!opts.accessLog) return;
-      logRequest(req, res, state, status, seconds);
+      logRequest(req, res, state, status, seconds, traceId);
     });
     next();
   };
@@ -119,6 +121,11 @@ export const ACCESS_LINE_FIELDS = [
   'error',
   'denyReason',
   'clientIp',
+  'userAgent',
+  'bytesIn',
+  'bytesOut',
+  // OpenTelemetry's name for it in logs, which log stores link to the trace by.
+  'trace_id',
 ] as const;
 type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | boolean | undefined>;
 
@@ -126,7 +133,11 @@ type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | 
  * The access log line of one finished (or aborted) request. Written without the redaction pass
  * (`unredactedChild`): the line is `AccessLine`, fixed scalar fields, none of them redacted names.
  */
-function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: RequestState) => string) {
+function createAccessLog(
+  parent: Logger,
+  loggedPath: (req: IncomingMessage, st: RequestState) => string,
+  keyMaxLength: number,
+) {
   const logger = unredactedChild(parent);
   return function logRequest(
     req: IncomingMessage,
@@ -134,7 +145,9 @@ function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: 
     state: RequestState,
     status: number,
     seconds: number,
+    traceId: string | undefined,
   ): void {
+    const bytes = connectionBytes(req.socket as MarkedSocket);
     const path = pathOf(req.url ?? '');
     // Probes hit every pod every few seconds: keep them out of the info-level access log.
     const log =
@@ -155,7 +168,55 @@ function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: 
       error: state.error,
       denyReason: state.denyReason,
       clientIp: state.clientIp,
+      userAgent: loggedUserAgent(req, keyMaxLength),
+      bytesIn: bytes.in,
+      bytesOut: bytes.out,
+      trace_id: traceId,
     };
     log.call(logger, line, 'request');
   };
+}
+
+/** What the access line shows for a user agent it does not log. */
+export const USER_AGENT_NOT_LOGGED = { tooLong: '[not logged: too long]', key: '[redacted: key material]' };
+/** Longest user agent logged as it is (browsers send about 150 characters). */
+const MAX_USER_AGENT = 512;
+/** A gateway key's shape, or a run as long as a key's random part: checked whatever the key header. */
+const KEY_SHAPED = /nk_[a-z][a-z0-9]{1,15}_|[0-9A-Za-z]{32}/;
+
+/**
+ * The request's `User-Agent` for the access line: a client-supplied value, so checked like every
+ * logged client value (threat model T5): no key shape, and no material of the presented key
+ * (`mayHoldKey`); a longer one than 512 characters is not logged. The string is the header's own
+ * (no copy). Absent when the client sent none.
+ */
+function loggedUserAgent(req: IncomingMessage, keyMaxLength: number): string | undefined {
+  const ua = req.headers['user-agent'];
+  if (ua === undefined || ua === '') return undefined;
+  if (ua.length > MAX_USER_AGENT) return USER_AGENT_NOT_LOGGED.tooLong;
+  if (KEY_SHAPED.test(ua) || mayHoldKey(ua, req.headers['x-api-key'], keyMaxLength))
+    return USER_AGENT_NOT_LOGGED.key;
+  return ua;
+}
+
+/** A socket with the byte counts it had when its previous request ended. */
+type MarkedSocket = IncomingMessage['socket'] & { [READ_MARK]?: number; [WRITTEN_MARK]?: number };
+const READ_MARK = Symbol('bytesRead at the last request end');
+const WRITTEN_MARK = Symbol('bytesWritten at the last request end');
+const BYTES = { in: 0, out: 0 };
+
+/**
+ * Bytes read from and written to the connection since the previous request on it ended: this
+ * request's head and body each way (keep-alive requests follow each other on a connection; a
+ * pipelining client's next request may count in part). No allocation: the answer object is
+ * reused, read at once by the caller.
+ */
+function connectionBytes(socket: MarkedSocket): { in: number; out: number } {
+  const read = socket.bytesRead;
+  const written = socket.bytesWritten;
+  BYTES.in = read - (socket[READ_MARK] ?? 0);
+  BYTES.out = written - (socket[WRITTEN_MARK] ?? 0);
+  socket[READ_MARK] = read;
+  socket[WRITTEN_MARK] = written;
+  return BYTES;
 }
