@@ -18,7 +18,7 @@ const EXTRA_TESTS = {
 const js = (ts) => `${BUILD}/${ts.replace(/\.ts$/, '.js')}`;
 
 // One folder (or file) of src at a time, against its own unit tests (and its EXTRA_TESTS) only:
-// MUTATION_FOLDER=proxy (or auth, ratelimit, signing.ts, admin/service.ts) npx stryker run --concurrency 1.
+// MUTATION_FOLDER=guards (or auth, proxy, ratelimit, signing.ts, admin/service.ts) npx stryker run --concurrency 1.
 const FOLDER = process.env.MUTATION_FOLDER;
 const one = FOLDER
   ? {
@@ -50,6 +50,7 @@ export default {
   },
   mutate: one?.mutate ?? [
     'src/auth/**/*.ts',
+    'src/guards/**/*.ts',
     'src/proxy/**/*.ts',
     'src/signing.ts',
     'src/ratelimit/**/*.ts',

@@ -1,6 +1,7 @@
 // `npm run bench`: throughput, latency and CPU per request of the gateway against the bare stack
 // (Express 5 + http-proxy-middleware with a keep-alive agent) and the raw node:http proxy, GET and a
-// small JSON POST, then the key-cache memory figure (bench/memory.mjs). See bench/README.md.
+// small JSON POST, then the key-cache memory figure (bench/memory.mjs) and the upload figures
+// (bench/upload.mjs). See bench/README.md.
 //
 // Placement: the system under test (the proxy, and redis-server for the gateway) runs pinned to core
 // 0 (`taskset -c 0`); wrk and the upstream to core 1. CPU per request is the SUT's own utime+stime
@@ -9,6 +10,7 @@
 // Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5, measured run), BENCH_WARMUP (2, discarded),
 // BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,node-http-raw,
 // gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
+// BENCH_UPLOAD (1; 0 skips the upload figures),
 // BENCH_QUIET_WAIT (60: seconds, in total, the bench may wait for other processes to leave core 0
 // before measured runs; 0 never waits).
 import { execFileSync, spawn } from 'node:child_process';
@@ -38,6 +40,7 @@ import {
   startUpstream,
 } from './lib/targets.mjs';
 import { ensureWrk, runWrk, writeWrkScript } from './lib/wrk.mjs';
+import { runUpload, uploadReport } from './upload.mjs';
 
 const env = process.env;
 const intEnv = (name, def, min = 1) => {
@@ -50,6 +53,7 @@ const SECONDS = intEnv('BENCH_SECONDS', 5);
 const WARMUP = intEnv('BENCH_WARMUP', 2, 0);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 32);
 const WITH_MEMORY = env.BENCH_MEMORY !== '0';
+const WITH_UPLOAD = env.BENCH_UPLOAD !== '0';
 const QUIET_WAIT_S = intEnv('BENCH_QUIET_WAIT', 60, 0);
 // The system under test and the load side, one core each.
 const SUT_CORE = 0;
@@ -81,7 +85,8 @@ const estimateS =
   ROUNDS * SELECTED.length * SCENARIOS.length * (WARMUP + SECONDS + 1) +
   QUIET_WAIT_S +
   30 +
-  (WITH_MEMORY ? 30 : 0);
+  (WITH_MEMORY ? 30 : 0) +
+  (WITH_UPLOAD ? 90 : 0);
 if (estimateS * 1000 > TIME_LIMIT_MS) {
   throw new Error(`about ${estimateS} s of runs requested; the limit is ${TIME_LIMIT_MS / 1000} s`);
 }
@@ -267,6 +272,12 @@ async function main() {
     log('memory: 100k cached keys (bench/memory.mjs)');
     memory = await runMemory(tmpDir);
   }
+  let upload = null;
+  if (WITH_UPLOAD) {
+    log('uploads: 16 concurrent 16 MiB bodies per kind (bench/upload.mjs)');
+    upload = await runUpload({ log });
+    await stopAll();
+  }
 
   const meta = {
     date: new Date().toISOString(),
@@ -285,12 +296,12 @@ async function main() {
     request: `${REQUEST_PATH} with X-API-Key; POST: ${REQUEST_BODY.length} B JSON body`,
     totalSeconds: Math.round((Date.now() - started) / 1000),
   };
-  const text = report(meta, summary, memory);
+  const text = report(meta, summary, memory) + (upload ? uploadReport(upload) : '');
   process.stdout.write(text);
   const resultsDir = join(ROOT, 'bench/results');
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${meta.date.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ meta, summary, runs, memory, table: text }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ meta, summary, runs, memory, upload, table: text }, null, 2) + '\n');
   process.stdout.write(`\nraw results: ${file.slice(ROOT.length)}\n`);
 }
 

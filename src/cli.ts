@@ -8,6 +8,7 @@ const code = await runCli(process.argv.slice(2), {
   stderr: (text) => void process.stderr.write(text),
   env: process.env,
   stdin: process.stdin,
+  interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
   signals: process,
   exit: (c) => process.exit(c),
 });

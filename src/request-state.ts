@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Company, KeyRecord } from './store/types.js';
 import type { ErrorCode } from './errors.js';
 
@@ -30,6 +31,12 @@ export interface RequestState {
   urlGuardPassed?: boolean;
   /** The URL holds no material of the presented (authenticated) key: the access line need not read it again. */
   urlHoldsNoPresentedKey?: boolean;
+  /**
+   * The body the route proxy sends instead of reading the request stream (a step that read part of
+   * it, such as the method-override body check). When it fails, the upstream request is cut and the
+   * client answered with `error`, if set.
+   */
+  body?: Readable;
   upstreamTimedOut?: boolean;
   /** The client sent `Connection: close`: its connection is closed after the response. */
   clientClose?: boolean;

@@ -80,11 +80,11 @@ export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
  * A gateway config: one route to the upstream, one tier whose limit no run can reach (a 429 would
  * mean the bench measures refusals), admin API off, logging left at its defaults (info + access log).
  */
-function gatewayConfig({ port, upstream, keyFile }) {
+function gatewayConfig({ port, upstream, keyFile, routes }) {
   return {
     server: { host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
     admin: { enabled: false },
-    routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    routes: routes ?? [{ prefix: '/notify/v1', target: upstream.url }],
     store: { type: 'file', file: { path: keyFile ?? 'keys.yaml' } },
     rateLimit: { tiers: [benchTier()] },
   };
@@ -107,11 +107,11 @@ async function keyTools() {
   return { generateApiKey, hashApiKey };
 }
 
-/** gateway-file: the file store with one company and one key. */
+/** gateway-file: the file store with one company and one key; `routes` replaces the one default route. */
 export async function startGatewayFile(
   upstream,
   tmpDir,
-  { nodeArgs = [], name = 'gateway-file', cpus } = {},
+  { nodeArgs = [], name = 'gateway-file', cpus, routes } = {},
 ) {
   const { generateApiKey, hashApiKey } = await keyTools();
   const key = generateApiKey('live');
@@ -130,7 +130,7 @@ export async function startGatewayFile(
   );
   const port = await freePort();
   const config = join(tmpDir, 'gateway-file.yaml');
-  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile })));
+  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile, routes })));
   const child = startProcess(
     name,
     process.execPath,

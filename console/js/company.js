@@ -109,13 +109,14 @@ function settingsForm(company, refresh) {
   );
 }
 
-/** The badges of a key: revoked or when it stops, expired, exposed, expiring soon, rotation due. */
+/** The badges of a key: revoked or when it stops, expired, disabled, exposed, expiring soon, rotation due. */
 export function keyBadges(k, now = Date.now()) {
   const out = [];
   if (k.status === 'revoked') out.push(badge('revoked', 'bad'));
   else if (k.status === 'revoking')
     out.push(badge(`stops working ${k.revokedAt.replace('T', ' ').replace(/Z$/, ' UTC')}`, 'warn'));
   else if (k.status === 'expired') out.push(badge('expired', 'bad'));
+  else if (k.status === 'disabled') out.push(badge('disabled', 'bad'));
   else out.push(badge('active', 'ok'));
   if (k.exposedAt) out.push(badge('exposed', 'bad'));
   if (k.status === 'active' && k.expiresAt && Date.parse(k.expiresAt) - now < WEEK_MS) {

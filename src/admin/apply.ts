@@ -22,15 +22,31 @@ export interface StoreState {
 export type FieldDiff = Record<string, { from: unknown; to: unknown }>;
 
 /**
- * One change of an apply plan. `delete` of a key revokes it (revocation is final); `delete` of a
- * company suspends it and turns its API access off (its keys get their own `delete`): the store
- * keeps no-longer-declared records for the audit trail, and they fail closed.
+ * One change of an apply plan. Prune (what the file leaves out) only ever `suspend`s a company
+ * (status `suspended`, API access off) and `disable`s a key (`disabledAt`): both undone by
+ * declaring them again. `revoke` (final) is planned only when asked for (`--prune-revoke`). The
+ * store keeps no-longer-declared records for the audit trail, and they fail closed.
  */
 export type Change =
   | { op: 'create'; kind: 'company'; id: string; company: Company }
-  | { op: 'update' | 'delete'; kind: 'company'; id: string; diff: FieldDiff }
+  | { op: 'update' | 'suspend'; kind: 'company'; id: string; diff: FieldDiff }
   | { op: 'create'; kind: 'key'; id: string; companyId: string; key: KeyRecord }
-  | { op: 'update' | 'delete'; kind: 'key'; id: string; companyId: string; hash: string; diff: FieldDiff };
+  | {
+      op: 'update' | 'disable' | 'revoke';
+      kind: 'key';
+      id: string;
+      companyId: string;
+      hash: string;
+      diff: FieldDiff;
+    };
+
+/** What prune does with what a file leaves out: nothing, suspend and disable (reversible), or also revoke keys (final). */
+export type PruneMode = 'off' | 'disable' | 'revoke';
+
+/** Whether a change is prune's (it touches what the file leaves out). */
+export function isPruneChange(c: Change): boolean {
+  return c.op === 'suspend' || c.op === 'disable' || c.op === 'revoke';
+}
 
 /** What `apply` would do: the changes in the order they run, and what it reports without changing. */
 export interface ApplyPlan {
@@ -65,12 +81,18 @@ export async function readStoreState(store: KeyStore): Promise<StoreState> {
 
 /**
  * The changes that make `current` match `desired`: companies and keys (matched by hash) to create
- * and update, and with `prune` the ones `desired` does not hold to delete. Pure. Fields are
+ * and update, and with `prune` the ones `desired` does not hold: companies suspended, keys disabled
+ * (`'disable'`) or revoked (`'revoke'`); `true` is `'disable'`. Pure. Fields are
  * compared generically (every field but the store's bookkeeping), so fields added to the key file
  * flow through. A key's `revokedAt`/`expiresAt` only moves earlier: a file that drops or postpones
  * one is reported in `notes`, never applied.
  */
-export function planApply(current: StoreState, desired: StoreState, opts: { prune: boolean }): ApplyPlan {
+export function planApply(
+  current: StoreState,
+  desired: StoreState,
+  opts: { prune: boolean | PruneMode },
+): ApplyPlan {
+  const prune: PruneMode = opts.prune === true ? 'disable' : opts.prune === false ? 'off' : opts.prune;
   const changes: Change[] = [];
   const notes: string[] = [];
   const currentCompanies = new Map(current.companies.map((c) => [c.id, c]));
@@ -83,21 +105,21 @@ export function planApply(current: StoreState, desired: StoreState, opts: { prun
     }
   }
   const declared = new Set(desired.companies.map((c) => c.id));
-  if (opts.prune) {
+  if (prune !== 'off') {
     for (const c of current.companies) {
       if (declared.has(c.id)) continue;
       const diff = diffFields(c, { ...c, status: 'suspended', apiAccess: false }, COMPANY_OWN);
-      if (Object.keys(diff).length) changes.push({ op: 'delete', kind: 'company', id: c.id, diff });
+      if (Object.keys(diff).length) changes.push({ op: 'suspend', kind: 'company', id: c.id, diff });
     }
   }
-  planKeys(current.keys, desired.keys, opts.prune, changes, notes);
+  planKeys(current.keys, desired.keys, prune, changes, notes);
   return { changes, notes };
 }
 
 function planKeys(
   current: KeyRecord[],
   desired: KeyRecord[],
-  prune: boolean,
+  prune: PruneMode,
   changes: Change[],
   notes: string[],
 ): void {
@@ -122,15 +144,19 @@ function planKeys(
     if (Object.keys(diff).length)
       changes.push({ op: 'update', kind: 'key', id: was.id, companyId: was.companyId, hash: was.hash, diff });
   }
-  if (prune) {
+  if (prune !== 'off') {
     const kept = new Set(desired.map((k) => k.hash));
     for (const k of current) {
       if (kept.has(k.hash) || hasPassed(k.revokedAt, Date.now())) continue;
-      const diff = { revokedAt: { from: k.revokedAt, to: 'now' } };
-      changes.push({ op: 'delete', kind: 'key', id: k.id, companyId: k.companyId, hash: k.hash, diff });
+      const ref = { kind: 'key' as const, id: k.id, companyId: k.companyId, hash: k.hash };
+      if (prune === 'revoke')
+        changes.push({ op: 'revoke', ...ref, diff: { revokedAt: { from: k.revokedAt, to: 'now' } } });
+      else if ((k.disabledAt ?? null) === null)
+        changes.push({ op: 'disable', ...ref, diff: { disabledAt: { from: null, to: 'now' } } });
     }
   }
-  // Revocations first: a create must not hit the active-key cap because of a key being replaced.
+  // Revocations first: a create must not hit the active-key cap because of a key being replaced
+  // (a disabled key keeps its place: `findPruneCapProblems`).
   changes.push(...creates);
 }
 
@@ -223,7 +249,7 @@ async function applyCompany(
       event: 'company.updated',
       companyId: change.id,
       actor,
-      details: { ...change.diff, via: change.op === 'delete' ? 'apply --prune' : 'apply' },
+      details: { ...change.diff, via: change.op === 'suspend' ? 'apply --prune' : 'apply' },
     });
   }
   await store.publish({ kind: 'company', id: change.id });
@@ -247,12 +273,20 @@ async function applyKey(change: Extract<Change, { kind: 'key' }>, o: ApplyOption
   for (const [f, d] of Object.entries(change.diff)) patch[f] = d.to === 'now' ? o.now() : d.to;
   const after = await store.updateKey(change.id, patch as KeyPatch);
   if (!after) return 'not found (deleted meanwhile)';
-  const revoked = change.op === 'delete' || 'revokedAt' in change.diff;
+  const revoked = change.op === 'revoke' || 'revokedAt' in change.diff;
+  const enabled = change.diff.disabledAt !== undefined && change.diff.disabledAt.to === null;
+  const event = revoked
+    ? 'key.revoked'
+    : change.op === 'disable'
+      ? 'key.disabled'
+      : enabled
+        ? 'key.enabled'
+        : 'key.updated';
   await o.audit({
-    event: revoked ? 'key.revoked' : 'key.updated',
+    event,
     ...keyRef(after),
     actor,
-    details: { ...change.diff, via: change.op === 'delete' ? 'apply --prune' : 'apply' },
+    details: { ...change.diff, via: change.op === 'update' ? 'apply' : 'apply --prune' },
   });
   await store.publish({ kind: 'key', hash: change.hash });
   return null;
@@ -262,25 +296,38 @@ function keyRef(k: KeyRecord): Pick<AuditEntry, 'companyId' | 'keyId' | 'keyPref
   return { companyId: k.companyId, keyId: k.id, keyPrefix: k.prefix };
 }
 
+const VERBS: Record<Change['op'], string> = {
+  create: 'creating',
+  update: 'updating',
+  suspend: 'suspending',
+  disable: 'disabling',
+  revoke: 'revoking',
+};
+
 /**
  * The plan as decK prints it: one line per change (`creating`, `updating` with each field's old
- * and new value, `deleting`), the notes, and a summary. Never a hash.
+ * and new value; prune's `suspending`, `disabling` and `revoking`, each saying whether it can be
+ * undone), the notes, and a summary. Never a hash.
  */
 export function formatPlan(plan: ApplyPlan, dryRun: boolean): string {
   const lines: string[] = [];
   for (const c of plan.changes) {
-    const verb = c.op === 'create' ? 'creating' : c.op === 'update' ? 'updating' : 'deleting';
     const what = c.kind === 'company' ? `company ${c.id}` : `key ${c.id} (company ${c.companyId})`;
+    const fields = () =>
+      Object.entries(c.op === 'create' ? {} : c.diff)
+        .map(([f, d]) => `${f} ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`)
+        .join(', ');
     const extra =
       c.op === 'create'
         ? ''
-        : c.kind === 'key' && c.op === 'delete'
-          ? ': revoke'
-          : ': ' +
-            Object.entries(c.diff)
-              .map(([f, d]) => `${f} ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`)
-              .join(', ');
-    lines.push(`${verb} ${what}${extra}`);
+        : c.op === 'update'
+          ? `: ${fields()}`
+          : c.op === 'suspend'
+            ? ` (not in the file): ${fields()} (undone by declaring it again)`
+            : c.op === 'disable'
+              ? ' (not in the file): disabled (undone by declaring it again)'
+              : ' (not in the file): revoked (final)';
+    lines.push(`${VERBS[c.op]} ${what}${extra}`);
   }
   for (const n of plan.notes) lines.push(`note: ${n}`);
   const count = (op: Change['op']) => plan.changes.filter((c) => c.op === op).length;
@@ -288,7 +335,9 @@ export function formatPlan(plan: ApplyPlan, dryRun: boolean): string {
     `Summary${dryRun ? ' (dry run: nothing changed)' : ''}:`,
     `  Created: ${count('create')}`,
     `  Updated: ${count('update')}`,
-    `  Deleted: ${count('delete')}`,
+    `  Suspended: ${count('suspend')}`,
+    `  Disabled: ${count('disable')}`,
+    `  Revoked: ${count('revoke')}`,
   );
   return lines.join('\n') + '\n';
 }
@@ -322,15 +371,22 @@ function present(rec: object, skip: ReadonlySet<string>): Record<string, unknown
   );
 }
 
-/** `applyKeyFile`'s outcome: the plan and what failed, or every problem of the file (nothing changed). */
+/**
+ * `applyKeyFile`'s outcome: the plan, whether it ran and what failed, or every problem of the file
+ * (nothing changed). Not `applied`: a dry run, a prune that was not confirmed, or (`stale`) a store
+ * that changed while the confirmation was asked for; `plan` is then the current one.
+ */
 export type ApplyFileResult =
-  { ok: true; plan: ApplyPlan; failures: ApplyFailure[] } | { ok: false; problems: string[] };
+  | { ok: true; plan: ApplyPlan; failures: ApplyFailure[]; applied: boolean; stale?: true }
+  | { ok: false; problems: string[] };
 
 /**
  * `notify-gateway apply`: parses `text` with the file store's own parser (same format, same
  * checks), refuses a file that declares more active keys for a company than the cap (keys whose
- * revocation is scheduled are on their way out and do not count), plans
- * against the store, and unless `dryRun` runs the plan. Bad input changes nothing.
+ * revocation is scheduled are on their way out and do not count), plans against the store, and
+ * unless `dryRun` runs the plan. A plan that prunes runs only when `confirm(plan)` says yes (no
+ * `confirm`: it does not run); the store is then read again and the plan runs only if it is still
+ * the one confirmed (check-and-set against changes made meanwhile). Bad input changes nothing.
  */
 export async function applyKeyFile(
   text: string,
@@ -338,8 +394,11 @@ export async function applyKeyFile(
     tiers: ReadonlySet<string>;
     /** The configured routes, which scopes must name (as the admin API and the key file check). */
     routes?: Parameters<typeof parseKeyFile>[2];
-    prune: boolean;
+    /** `true` = `'disable'`. */
+    prune: boolean | PruneMode;
     dryRun: boolean;
+    /** Asked before a plan that suspends, disables or revokes anything runs. */
+    confirm?: (plan: ApplyPlan) => Promise<boolean>;
     now?: () => string;
   },
 ): Promise<ApplyFileResult> {
@@ -361,10 +420,55 @@ export async function applyKeyFile(
     }
   }
   if (problems.length) return { ok: false, problems };
-  const plan = planApply(await readStoreState(opts.store), parsed, { prune: opts.prune });
-  if (opts.dryRun) return { ok: true, plan, failures: [] };
+  const current = await readStoreState(opts.store);
+  const plan = planApply(current, parsed, { prune: opts.prune });
+  const capProblems = findPruneCapProblems(plan, current, opts.maxActiveKeys, now);
+  if (capProblems.length) return { ok: false, problems: capProblems };
+  if (opts.dryRun) return { ok: true, plan, failures: [], applied: false };
+  if (plan.changes.some(isPruneChange)) {
+    if (!opts.confirm || !(await opts.confirm(plan))) return { ok: true, plan, failures: [], applied: false };
+    // Confirmed: run it only if it is still what the store needs (a person may take minutes).
+    const again = planApply(await readStoreState(opts.store), parsed, { prune: opts.prune });
+    if (canonical(planView(again)) !== canonical(planView(plan)))
+      return { ok: true, plan: again, failures: [], applied: false, stale: true };
+  }
   const failures = await executePlan(plan, { ...opts, now: opts.now ?? (() => isoSeconds()) });
-  return { ok: true, plan, failures };
+  return { ok: true, plan, failures, applied: true };
+}
+
+/**
+ * A company that gets new keys while prune only disables some of its others: a disabled key keeps
+ * its place under the cap, so when the new keys would not fit the plan is refused (the old keys
+ * would be disabled and the new ones not created: the company would be left without a key).
+ */
+function findPruneCapProblems(plan: ApplyPlan, current: StoreState, cap: number, now: number): string[] {
+  if (cap <= 0) return [];
+  const problems: string[] = [];
+  const disabled = new Set(
+    plan.changes.flatMap((c) => (c.kind === 'key' && c.op === 'disable' ? [c.companyId] : [])),
+  );
+  for (const companyId of disabled) {
+    const creates = plan.changes.filter(
+      (c) => c.op === 'create' && c.kind === 'key' && c.companyId === companyId && isKeyActive(c.key, now),
+    ).length;
+    // Keys the file itself revokes (an earlier revokedAt) make room; disabled ones do not.
+    const revokedByFile = new Set(
+      plan.changes
+        .filter((c) => {
+          const to = c.op === 'update' && c.kind === 'key' ? c.diff.revokedAt?.to : undefined;
+          return typeof to === 'string' && hasPassed(to, now);
+        })
+        .map((c) => c.id),
+    );
+    const held = current.keys.filter(
+      (k) => k.companyId === companyId && isKeyActive(k, now) && !revokedByFile.has(k.id),
+    ).length;
+    if (creates > 0 && held + creates > cap)
+      problems.push(
+        `company ${companyId}: ${creates} new key(s) would not fit under keys.maxActiveKeys (${cap}): the keys the file leaves out are only disabled by --prune and keep their place; revoke them with --prune-revoke (final), or revoke them first (keys revoke ID)`,
+      );
+  }
+  return problems;
 }
 
 /** The plan as JSON for `--json`: ids and field changes, never a hash. */

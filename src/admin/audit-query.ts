@@ -24,7 +24,7 @@ export const AUDIT_EVENTS = [
 /** The audit query as the admin API and the CLI receive it: strings as sent, or absent. */
 export interface AuditQueryInput {
   limit?: unknown;
-  companyId?: unknown;
+  companyId?: string;
   /** Comma-separated event names (`key.revoked,key.exposed`). */
   event?: unknown;
   from?: unknown;

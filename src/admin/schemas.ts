@@ -163,13 +163,16 @@ export const keyViewSchema = z
     prefix: z.string(),
     label: z.string().nullable(),
     environment: z.string().nullable(),
-    status: z.enum(['active', 'revoked', 'expired', 'revoking']),
+    /** `disabled`: reversibly (`disabledAt`), e.g. by `apply --prune`; it still counts toward the cap. */
+    status: z.enum(['active', 'revoked', 'expired', 'revoking', 'disabled']),
     createdAt: instant,
     lastUsedAt: instant.nullable(),
     expiresAt: storedInstant.nullable(),
     revokedAt: storedInstant.nullable(),
     exposedAt: instant.nullable(),
     rotatedTo: z.string().nullable(),
+    /** Disabled since (reversibly, status `disabled`); present only while the key is disabled. */
+    disabledAt: storedInstant.optional(),
     /** The key's own scopes (narrowing its company's); null = the company's. */
     scopes: scopesSchema,
     /** The key's own windows (on top of its company's); null = none. */

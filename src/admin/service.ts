@@ -659,7 +659,16 @@ export class AdminService {
     // An unparseable stored time counts as passed (fail closed), as in isKeyActive.
     const revoked = hasPassed(k.revokedAt, now);
     const expired = hasPassed(k.expiresAt, now);
-    const status = revoked ? 'revoked' : expired ? 'expired' : k.revokedAt !== null ? 'revoking' : 'active';
+    const disabled = (k.disabledAt ?? null) !== null;
+    const status = revoked
+      ? 'revoked'
+      : expired
+        ? 'expired'
+        : disabled
+          ? 'disabled'
+          : k.revokedAt !== null
+            ? 'revoking'
+            : 'active';
     return {
       id: k.id,
       companyId: k.companyId,
@@ -673,6 +682,7 @@ export class AdminService {
       revokedAt: k.revokedAt,
       exposedAt: k.exposedAt,
       rotatedTo: k.rotatedTo,
+      ...(k.disabledAt ? { disabledAt: k.disabledAt } : {}),
       scopes: k.scopes,
       limits: k.limits,
       rotationDue:

@@ -12,6 +12,11 @@ export { DISPLAY_PREFIX_RANDOM_CHARS, ENVIRONMENT_PATTERN };
 const KEY_PATTERN = /^nk_([a-z][a-z0-9]{1,15})_([0-9A-Za-z]{38})$/;
 /** Matches something shaped like one of our keys anywhere inside a longer string (URL guard). */
 export const KEY_LIKE_PATTERN = /nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{38}/;
+/** `nk_<environment>_` at the start of a key (the environment is group 1). */
+export const KEY_PREFIX_PATTERN = /^nk_([a-z][a-z0-9]{1,15})_/;
+/** The longest environment, and the shortest key: `nk_` + 2 + `_` + 38. */
+export const ENVIRONMENT_MAX_LENGTH = 16;
+export const KEY_MIN_LENGTH = 6 + KEY_RANDOM_LENGTH + KEY_CHECKSUM_LENGTH;
 /** Printable ASCII without space or comma (a comma means the header was sent twice and joined). */
 const LEGACY_PATTERN = /^[\x21-\x2b\x2d-\x7e]+$/;
 const LEGACY_MIN_LENGTH = 20;

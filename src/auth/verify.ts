@@ -14,6 +14,7 @@ export type DenyReason =
   | 'unknown'
   | 'revoked'
   | 'expired'
+  | 'disabled'
   | 'orphan'
   | 'invalid_record'
   | 'company_inactive'
@@ -191,17 +192,23 @@ export class KeyVerifier {
   }
 
   /**
-   * The key record's own checks (known, not revoked, not expired, every field by its rule: the
-   * gateway puts its id in headers and log lines): a refusal, or null.
+   * The key record's own checks (known, not revoked, not expired, not disabled, every field by its
+   * rule: the gateway puts its id in headers and log lines): a refusal, or null.
    */
   private checkKey(key: KeyRecord | null, now: number): Verification | null {
     if (!key) return { ok: false, code: 'INVALID_KEY', reason: 'unknown' };
     const screen = this.screenKey(key);
-    if (now < screen.until) {
-      return screen.sound ? null : { ok: false, code: 'INVALID_KEY', reason: 'invalid_record' };
-    }
+    const active = now < screen.until;
+    if (active && !screen.sound) return { ok: false, code: 'INVALID_KEY', reason: 'invalid_record' };
+    // Disabled (reversibly): the same 401 as a revoked key, so a client cannot tell them apart.
+    if (active && (key.disabledAt ?? null) === null) return null;
     const revoked = key.revokedAt !== null && Date.parse(key.revokedAt) <= now;
-    return { ok: false, code: 'INVALID_KEY', reason: revoked ? 'revoked' : 'expired', key };
+    return {
+      ok: false,
+      code: 'INVALID_KEY',
+      reason: active ? 'disabled' : revoked ? 'revoked' : 'expired',
+      key,
+    };
   }
 
   /** The company's checks, then the key's use recorded: the final answer for an active key. */

@@ -18,8 +18,13 @@ export interface CliIo {
   stderr(text: string): void;
   /** The environment (`GATEWAY_CONFIG`, `REDIS_URL`, `PORT`...). */
   env: Readonly<Record<string, string | undefined>>;
-  /** Standard input (`keys hash`). */
+  /** Standard input (`keys hash`, the answer to a question). */
   stdin: AsyncIterable<Buffer | string>;
+  /**
+   * Standard input and standard error are terminals: a person is there to answer a question
+   * (`apply --prune` asks before it runs). Absent = no.
+   */
+  interactive?: boolean;
   /** Where `serve` and `demo` hear SIGTERM and SIGINT. */
   signals: {
     on(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
@@ -37,6 +42,10 @@ export interface CliContext {
   io: CliIo;
   /** `--config FILE`, wherever it was given on the command line. */
   configFile(): string | undefined;
+  /** `--admin-url URL`: the management commands go through this admin API. */
+  adminUrl?(): string | undefined;
+  /** `--token-file FILE`: the admin API token, read from a file (never from the command line). */
+  tokenFile?(): string | undefined;
 }
 
 /**

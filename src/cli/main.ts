@@ -32,8 +32,19 @@ export function buildProgram(io: CliIo): Command {
     .option(
       '-c, --config <file>',
       'config file (default: $GATEWAY_CONFIG or the shipped config/default.yaml)',
-    );
-  const ctx: CliContext = { io, configFile: () => program.opts<{ config?: string }>().config };
+    )
+    .option(
+      '--admin-url <url>',
+      "manage through this gateway's admin API, as its token (default: $ADMIN_URL; none: the store itself, as root)",
+    )
+    .option('--token-file <file>', 'the admin API token, read from this file (default: $ADMIN_TOKEN)');
+  const globals = () => program.opts<{ config?: string; adminUrl?: string; tokenFile?: string }>();
+  const ctx: CliContext = {
+    io,
+    configFile: () => globals().config,
+    adminUrl: () => globals().adminUrl,
+    tokenFile: () => globals().tokenFile,
+  };
   registerServeCommand(program, ctx);
   registerDemoCommands(program, ctx);
   registerConfigCommands(program, ctx);

@@ -56,6 +56,11 @@ const CLI_WORDS: Readonly<Record<string, string>> = {
   environment: '--environment',
   expiresAt: '--expires-at',
   gracePeriodSeconds: '--grace',
+  // usage and audit through the admin API, which checks its query parameters
+  from: '--from',
+  to: '--to',
+  granularity: '--granularity',
+  limit: '--limit',
 };
 
 /**

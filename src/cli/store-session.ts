@@ -5,15 +5,16 @@ import { maskUrlCredentials } from '../redact.js';
 import type { KeyStore } from '../store/types.js';
 import { EXIT_USAGE, fail, type CliContext, type CliIo } from './io.js';
 import { loadConfigOrFail } from './load-config.js';
-import type { Session } from './session.js';
+import type { StoreSession } from './session.js';
 
 /**
  * A session on the configured store, as the management commands use it: the admin service (the
- * same validation, cap and audit as the admin API) over the key file or Redis. Exit 2 for an
- * invalid config or the memory store (it lives inside a running gateway), exit 1 when the store
- * cannot be opened or Redis does not answer.
+ * same validation, cap and audit as the admin API) over the key file or Redis. Root: no role
+ * applies, and the audit trail names the OS user (`cli:<user>`). Exit 2 for an invalid config or
+ * the memory store (it lives inside a running gateway), exit 1 when the store cannot be opened or
+ * Redis does not answer.
  */
-export async function openStoreSession(ctx: CliContext): Promise<Session> {
+export async function openStoreSession(ctx: CliContext): Promise<StoreSession> {
   const config = loadConfigOrFail(ctx);
   if (config.store.type === 'memory') {
     fail(
@@ -38,10 +39,12 @@ export async function openStoreSession(ctx: CliContext): Promise<Session> {
     rotationAgeDays: config.keys.rotationAgeDays,
   });
   return {
+    via: config.store.type,
     config,
     companies: service,
     keys: service,
     audit: service,
+    service,
     store,
     actor: cliActor(ctx.io),
     close: () => store.close(),

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { EXIT_USAGE, fail, type CliContext } from './io.js';
 import { table } from './output.js';
-import { manage } from './session.js';
+import { adminApiTarget, manage, type ApiSession } from './session.js';
 
 interface UsageOptions {
   from?: string;
@@ -28,10 +28,23 @@ export function registerUsageCommand(program: Command, ctx: CliContext): void {
 }
 
 /**
- * Usage is read from Redis (the store's, or `rateLimit.redisUrl`); without one the counts live in
- * each gateway's memory, and only its admin API can tell (exit 2, naming the route).
+ * Usage is read from the admin API when one is named (`--admin-url`), else from Redis (the
+ * store's, or `rateLimit.redisUrl`); without Redis the counts live in each gateway's memory, and
+ * only its admin API can tell (exit 2, naming the route).
  */
 async function showUsage(ctx: CliContext, companyId: string, o: UsageOptions): Promise<void> {
+  if (adminApiTarget(ctx)) {
+    const { USAGE_FIELDS } = await import('../usage/counts.js');
+    const query = {
+      granularity: o.granularity,
+      ...(o.from !== undefined ? { from: o.from } : {}),
+      ...(o.to !== undefined ? { to: o.to } : {}),
+    };
+    return manage(ctx, (s) => (s as ApiSession).usage.readUsage(companyId, query), {
+      json: !!o.json,
+      text: (r) => table(r.buckets, ['start', ...USAGE_FIELDS]),
+    });
+  }
   const [{ loadConfigOrFail }, { parseUsageRange, readUsage }, { USAGE_FIELDS }] = await Promise.all([
     import('./load-config.js'),
     import('../usage/query.js'),

@@ -16,7 +16,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Time a client has to send all request headers (slowloris guard); past it the answer is 408 and the connection closes.',
   'server.requestTimeoutMs':
     'Time a client has to send the whole request, body included; past it 408. `0` = no limit.',
-  'server.keepAliveTimeoutMs': 'How long an idle client keep-alive connection stays open.',
+  'server.keepAliveTimeoutMs':
+    'How long an idle client keep-alive connection stays open (announced as `Keep-Alive: timeout=N`); also how long, during a drain, a connection idle when it began may still bring one request (answered with `Connection: close`).',
   'server.maxHeaderSize': 'Bytes of request headers accepted; more is refused with 431.',
   'server.bodyLimitBytes':
     'Request body limit, whether declared (`Content-Length`) or counted as the body streams; over it 413. `0` = no limit.',
@@ -151,13 +152,25 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'headers.allowFromClients':
     'Allow-list mode: only these client headers are forwarded (same syntax), besides `Host`, `Content-Length`, `Transfer-Encoding`, `Content-Type` and a trusted proxy’s `X-Forwarded-For`/`-Proto`/`-Host`. Every drop rule still applies to them. Unset: every header passes that no drop rule names (docs/security.md).',
 
+  guards:
+    'How far the leak guards read (docs/security.md, "Levels"); they serve the threat model’s lines on keys in URLs and headers.',
+  'guards.level':
+    '`default`: the presented key as sent, %-decoded or in base64 (`Basic` too), and any key shape with a valid checksum, in the URL, every header and cookies (a few native searches per value). `strict`: also every escape, Unicode folding, hex, base32, nesting, separators inside the secret, bare key bodies and a key split over headers or URL parts (several passes per value: about 30 µs more on an API request, up to 300 µs with cookies and tokens; docs/security.md, "Levels").',
+
+  methodOverride:
+    'Method overrides (`_method`, `X-HTTP-Method-Override`) that would run another method than the one a route or scope allowed.',
+  'methodOverride.params':
+    'Parameter names that override the method: in the URL refused 400 `METHOD_OVERRIDE_IN_URL` before authentication; looked for in bodies where methods are restricted.',
+  'methodOverride.inBody':
+    'Where the route, the company’s or the key’s scope restricts methods: `refuse` reads form and JSON bodies as they stream and answers 400 `METHOD_OVERRIDE_IN_BODY` (415 when it cannot read them); `allow` never reads a body. Elsewhere every body streams unread.',
+  'methodOverride.bodyScanLimitBytes':
+    'A checked body that ends within this many bytes reaches the upstream only after the check; a longer one streams one chunk behind the scanner, and an override found late cuts the upstream request (400).',
+
   urlKeyGuard: 'The check that refuses an API key sent in the URL, before authentication (docs/security.md).',
   'urlKeyGuard.paramNames':
     'Query parameter names refused as a key in the URL (401), compared without case, `-`, `_` and `.`. Key-shaped values are refused under any name.',
-  'urlKeyGuard.methodOverrideParams':
-    'Query and matrix parameters that would override the method: refused 400 `METHOD_OVERRIDE_IN_URL` before authentication, and looked for in form and JSON bodies (below).',
-  'urlKeyGuard.methodOverrideInBody':
-    '`refuse`: a form body (urlencoded, any `multipart/*`, or no `Content-Type`) or a JSON body naming one of `methodOverrideParams` gets 400 `METHOD_OVERRIDE_IN_BODY`, and a compressed one or one in a charset that is not ASCII-compatible 415; such bodies are read whole after the rate limit (within `server.bodyLimitBytes`). `allow`: every body streams unread.',
+  'urlKeyGuard.methodOverrideParams': 'Deprecated: `methodOverride.params` (when set, it takes its place).',
+  'urlKeyGuard.methodOverrideInBody': 'Deprecated: `methodOverride.inBody` (when set, it takes its place).',
   'urlKeyGuard.maxParams':
     'Query and matrix pieces read before authentication; a URL with more gets 400 (a cost cap).',
   'urlKeyGuard.maxPathSegments':

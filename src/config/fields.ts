@@ -159,6 +159,7 @@ const KEY_RECORD_RULES: Readonly<Record<string, Rule>> = {
   createdAt: isTimestamp,
   expiresAt: nullOr(isTimestamp),
   revokedAt: nullOr(isTimestamp),
+  disabledAt: nullOr(isTimestamp),
   lastUsedAt: nullOr(isTimestamp),
   exposedAt: nullOr(isTimestamp),
   rotatedTo: nullOr(isId),

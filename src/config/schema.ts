@@ -84,12 +84,11 @@ export const DEFAULT_TIERS = [
   { name: 'enterprise', points: 6000, duration: 60 },
 ];
 
-/** How much of a URL the key guard examines before authentication (cost cap; see README). */
+/** How much of a URL the key guard examines before authentication (cost cap; docs/security.md). */
 export const DEFAULT_URL_GUARD_LIMITS = { maxParams: 256, maxPathSegments: 128 } as const;
-/** Names a client must not use for a key in the URL; compared after %-decoding, lowercasing and dropping `-`/`_`. */
 /**
- * URL parameters that would override the method the gateway checked a key's scope against
- * (method-override's `_method`, Rails, Laravel, Symfony read them); compared like the key names.
+ * Parameters that would override the method the gateway checked a route's and a key's methods
+ * against (method-override's `_method`, Rails, Laravel, Symfony read them).
  */
 export const DEFAULT_METHOD_OVERRIDE_PARAMS = [
   '_method',
@@ -97,6 +96,7 @@ export const DEFAULT_METHOD_OVERRIDE_PARAMS = [
   'x-http-method',
   'x-method-override',
 ];
+/** Names a client must not use for a key in the URL; compared after %-decoding, lowercasing and dropping `-`/`_`. */
 export const DEFAULT_URL_KEY_PARAMS = [
   'api_key',
   'apikey',
@@ -339,19 +339,40 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * How far the leak guards read (docs/security.md, "Levels"). `default`: the presented key as
+     * sent, %-decoded until stable or in base64 (`Basic` too), and any key shape with a valid
+     * checksum, in the URL, every header and cookies: a few native searches per value. `strict`:
+     * also escapes of every kind,
+     * Unicode folding, hex, base32, nesting, separators inside the secret, bare key bodies and a key
+     * split over several headers or URL parts: several passes per value.
+     */
+    guards: z
+      .object({ level: z.enum(['default', 'strict']).default('default') })
+      .strict()
+      .default({}),
+    methodOverride: z
+      .object({
+        /** Parameters that override the method: in the URL refused 400 before authentication. */
+        params: z.array(z.string().min(1)).default(DEFAULT_METHOD_OVERRIDE_PARAMS),
+        /**
+         * Where the route, the company's or the key's scope restricts methods: `refuse` checks form
+         * and JSON bodies as they stream for one of `params` (400), and refuses those it cannot read
+         * (415); `allow` never reads a body. Elsewhere bodies always stream unread.
+         */
+        inBody: z.enum(['refuse', 'allow']).default('refuse'),
+        /** A checked body that ends within this many bytes reaches the upstream only after the check. */
+        bodyScanLimitBytes: z.coerce.number().int().min(0).max(16_777_216).default(65_536),
+      })
+      .strict()
+      .default({}),
     urlKeyGuard: z
       .object({
         paramNames: z.array(z.string().min(1)).default(DEFAULT_URL_KEY_PARAMS),
-        /** Query and matrix parameters that override the method: refused 400 before authentication. */
-        methodOverrideParams: z.array(z.string().min(1)).default(DEFAULT_METHOD_OVERRIDE_PARAMS),
-        /**
-         * Form bodies (urlencoded, any multipart/*, or no Content-Type) naming one of
-         * methodOverrideParams, and JSON bodies (a Content-Type holding json) with one as an object
-         * key: `refuse` reads them whole after the rate limit (within server.bodyLimitBytes) and
-         * answers 400, or 415 when compressed or in a charset that is not ASCII-compatible; `allow`
-         * streams every body unread.
-         */
-        methodOverrideInBody: z.enum(['refuse', 'allow']).default('refuse'),
+        /** Deprecated: `methodOverride.params` (when set, it takes that setting's place). */
+        methodOverrideParams: z.array(z.string().min(1)).optional(),
+        /** Deprecated: `methodOverride.inBody` (when set, it takes that setting's place). */
+        methodOverrideInBody: z.enum(['refuse', 'allow']).optional(),
         /** Query and matrix parameters examined before a key is checked; a URL with more gets 400. */
         maxParams: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_URL_GUARD_LIMITS.maxParams),
         /** Path segments examined before a key is checked; a URL with more gets 400. */
@@ -456,7 +477,17 @@ export const configSchema = z
         message: 'X-API-Key cannot be a trusted header name',
       });
     }
-  });
+  })
+  .transform(({ urlKeyGuard: { methodOverrideParams, methodOverrideInBody, ...urlKeyGuard }, ...c }) => ({
+    ...c,
+    urlKeyGuard,
+    // The deprecated keys of earlier versions, when given.
+    methodOverride: {
+      ...c.methodOverride,
+      ...(methodOverrideParams && { params: methodOverrideParams }),
+      ...(methodOverrideInBody && { inBody: methodOverrideInBody }),
+    },
+  }));
 
 /** A validated config, defaults filled in (what `loadConfig` returns, frozen). */
 export type GatewayConfig = z.infer<typeof configSchema>;

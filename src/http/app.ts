@@ -6,7 +6,6 @@ import express, {
   type RequestHandler,
   type Response,
 } from 'express';
-import { createUrlKeyGuard } from '../auth/url-key-guard.js';
 import type { KeyVerifier } from '../auth/verify.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { KeyRecord } from '../store/types.js';
@@ -14,8 +13,9 @@ import type { RequestState } from '../request-state.js';
 import { childCache, type GatewayMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tracing } from '../observability/tracing.js';
+import { createKeyMatcherOf } from '../guards/key-material.js';
+import { createUrlKeyGuard } from '../guards/url-key-guard.js';
 import { createRouteMatcher } from '../proxy/routes.js';
-import { createFormOverrideScanner } from '../proxy/method-override.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
 import { createKeyInUrlNotes } from './key-in-url.js';
 import { runInOrder } from './pipeline.js';
@@ -25,6 +25,7 @@ import { createBodyLimit } from './steps/body-limit.js';
 import { createErrorHandler } from './steps/error-handler.js';
 import { createForward } from './steps/forward.js';
 import { createMessageGuard } from './steps/message-guard.js';
+import { createMethodOverrideBody } from './steps/method-override-body.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
 import { createPresentedKeyInUrl } from './steps/presented-key-in-url.js';
@@ -76,7 +77,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   const { config, logger, metrics, authFailures } = deps;
   const tracing = deps.tracing ? { tracing: deps.tracing } : {};
   const { proxies, closeAgents } = createProxies(config, metrics);
-  const checkUrlForKey = createUrlKeyGuard(config.urlKeyGuard.paramNames, config.urlKeyGuard);
+  const { checkUrlForKey, keyMatcherOf } = createGuards(config);
   const matchRoute = createRouteMatcher(config.routes);
   const { noteKeyInUrl, checkAndNoteKeyInUrl } = createKeyInUrlNotes({
     checkUrlForKey,
@@ -91,8 +92,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       requestIdHeader: config.headers.requestId,
       acceptClientRequestId: config.headers.acceptClientRequestId,
       trustedProxies: config.server.trustedProxies,
-      keyMaxLength: config.keys.maxLength,
-      acceptLegacyKeys: config.keys.acceptLegacyFormat,
+      keyMatcherOf,
       checkUrlForKey,
       accessLog: config.log.accessLog,
       logger,
@@ -117,7 +117,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       onKeyExpired: deps.onKeyExpired,
       ...tracing,
     }),
-    createPresentedKeyInUrl({ noteKeyInUrl }),
+    createPresentedKeyInUrl({ keyMatcherOf, noteKeyInUrl }),
     createScopeCheck({ metrics }),
     createRateLimit({
       limiter: deps.limiter,
@@ -126,11 +126,18 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
       ...tracing,
     }),
     createBodyLimit({ bodyLimitBytes: config.server.bodyLimitBytes }),
+    createMethodOverrideBody({
+      names: config.methodOverride.inBody === 'refuse' ? config.methodOverride.params : [],
+      routes: config.routes,
+      bodyScanLimitBytes: config.methodOverride.bodyScanLimitBytes,
+      bodyLimitBytes: config.server.bodyLimitBytes,
+    }),
     createForward({
       headers: config.headers,
       // A client-sent signature header is as untrusted as a client-sent company id.
       untrustedHeaders: [config.signing.header, ...config.headers.stripFromClients],
       ...(config.headers.allowFromClients && { allowedHeaders: config.headers.allowFromClients }),
+      keyMatcherOf,
       proxies,
       ...tracing,
     }),
@@ -143,6 +150,22 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // Mounted in another Express app, it still answers every request itself.
   Object.assign(app, { handle: direct(pipeline, createNotFound(), createErrorHandler({ logger })) });
   return Object.assign(app, { closeAgents });
+}
+
+/** The URL key guard and the presented key's matcher, at the configured level (`guards.level`). */
+function createGuards(config: Readonly<GatewayConfig>) {
+  const level = config.guards.level;
+  return {
+    checkUrlForKey: createUrlKeyGuard({
+      ...config.urlKeyGuard,
+      overrideNames: config.methodOverride.params,
+      level,
+    }),
+    keyMatcherOf: createKeyMatcherOf(level, {
+      maxLength: config.keys.maxLength,
+      acceptLegacy: config.keys.acceptLegacyFormat,
+    }),
+  };
 }
 
 /** The upstream proxies of the configured routes, with signing and the upstream-duration metric. */
@@ -161,10 +184,6 @@ function createProxies(
         : null,
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
     securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
-    formOverride:
-      config.urlKeyGuard.methodOverrideInBody === 'refuse'
-        ? createFormOverrideScanner(config.urlKeyGuard.methodOverrideParams)
-        : null,
   });
 }
 

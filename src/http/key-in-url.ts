@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Counter } from 'prom-client';
-import type { UrlKeyCheck } from '../auth/url-key-guard.js';
+import type { UrlKeyCheck } from '../guards/url-key-guard.js';
 import { childCache } from '../observability/metrics.js';
 import type { AuthFailureLimiter } from '../ratelimit/tier-limiter.js';
 import { assertFunction } from './option-checks.js';
@@ -31,7 +31,7 @@ export interface KeyInUrlNotes {
 }
 
 /**
- * Builds the key-in-URL bookkeeping shared by every step that can see a URL before the URL key guard
+ * Builds the key-in-URL bookkeeping (threat model: T1, T4) shared by every step that can see a URL before the URL key guard
  * does (own endpoints, transport guard, route match) and by the guard itself.
  *
  * @example

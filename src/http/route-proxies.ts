@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { GatewayConfig } from '../config/schema.js';
-import { createRouteProxy, type RouteProxyOptions, type SecurityHeadersMode } from '../proxy/route-proxy.js';
+import { createRouteProxy, type SecurityHeadersMode } from '../proxy/route-proxy.js';
 import { signGatewayRequest } from '../signing.js';
 import '../request-state.js';
 
@@ -23,8 +23,6 @@ export interface RouteProxiesOptions {
   onUpstreamResponse: (req: IncomingMessage, seconds: number) => void;
   /** The gateway's security headers on proxied answers (`securityHeaders.proxied`, their names). */
   securityHeaders: { mode: SecurityHeadersMode; names: readonly string[] };
-  /** Scans buffered form bodies for a method override (`createFormOverrideScanner`); null: bodies stream. */
-  formOverride?: RouteProxyOptions['formOverride'];
 }
 
 /**
@@ -53,7 +51,6 @@ export function createRouteProxies(opts: RouteProxiesOptions): RouteProxies {
         agent: r.target.startsWith('https:') ? httpsAgent : httpAgent,
         onUpstreamResponse: opts.onUpstreamResponse,
         securityHeaders: opts.securityHeaders,
-        formOverride: opts.formOverride ?? null,
         // Signed here, on the request as it leaves: proxyReq.path is what the upstream receives
         // (target base path joined, as http-proxy builds it).
         ...(signProxyRequest ? { onProxyReq: signProxyRequest } : {}),

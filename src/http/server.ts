@@ -5,6 +5,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/schema.js';
 import { rawErrorResponse, type ErrorCode } from '../errors.js';
@@ -45,12 +46,15 @@ export function createGatewayServer(
     insecureHTTPParser: false,
     requireHostHeader: true,
   };
+  const drain = newDrainState();
+  const drainable = closingWhileDraining(app, drain);
   const server = tls
-    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, app)
-    : createHttpServer(options, app);
+    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, drainable)
+    : createHttpServer(options, drainable);
   // Without this listener Node answers `100 Continue` by itself before we know who is calling.
   // The pipeline sends it after authentication and the rate limit (app.ts, forward).
-  server.on('checkContinue', app);
+  server.on('checkContinue', drainable);
+  trackConnections(server, drain, Boolean(tls));
   answerParserErrors(server, Boolean(tls));
   return server;
 }
@@ -61,11 +65,57 @@ export function createGatewayServer(
  */
 export function createAdminServer(app: RequestHandler, tls?: ListenerCertificate): Server {
   const options = { headersTimeout: 10_000, requestTimeout: 30_000 };
+  const drain = newDrainState();
+  const drainable = closingWhileDraining(app, drain);
   const server: Server = tls
-    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, app)
-    : createHttpServer(options, app);
+    ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, drainable)
+    : createHttpServer(options, drainable);
+  trackConnections(server, drain, Boolean(tls));
   answerParserErrors(server, Boolean(tls));
   return server;
+}
+
+// ---- drain: every answer written once a drain has begun says `Connection: close`
+//
+// Node keeps serving requests on open keep-alive connections after `server.close()`, and its
+// answers say `Connection: keep-alive`: a busy client never lets go, and is cut (ECONNRESET) when
+// `shutdownTimeoutMs` runs out. So, once `drain` has begun, every answer not yet started closes
+// its connection after it is sent: requests that arrive during the drain (`closingWhileDraining`)
+// and those in flight (`drain` walks the open connections; a pipelined request queued behind one
+// is dropped with its connection, as clients that pipeline expect). The proxy writes its own
+// `Connection` header from `res.shouldKeepAlive` (proxy/route-proxy.ts). Connections idle when the
+// drain begins are left to their keep-alive timeout (see `drain`). Tested in
+// test/integration/drain.test.ts with keep-alive clients that never stop sending.
+
+const DRAIN = Symbol('notify-gateway.drain');
+
+/** Whether the server drains, and its open connections (the sockets its requests arrive on). */
+interface DrainState {
+  draining: boolean;
+  open: Set<Socket>;
+}
+
+type DrainableServer = Server & { [DRAIN]?: DrainState };
+
+function newDrainState(): DrainState {
+  return { draining: false, open: new Set() };
+}
+
+/** The app, but an answer to a request that arrives while the server drains closes its connection. */
+function closingWhileDraining(app: RequestHandler, state: DrainState): RequestHandler {
+  return function closeWhileDraining(req, res) {
+    if (state.draining) res.shouldKeepAlive = false;
+    app(req, res);
+  };
+}
+
+/** Keeps `state.open` (one set entry per connection, not per request) and hands `state` to `drain`. */
+function trackConnections(server: DrainableServer, state: DrainState, tls: boolean): void {
+  server[DRAIN] = state;
+  server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    state.open.add(socket);
+    socket.once('close', () => state.open.delete(socket));
+  });
 }
 
 /**
@@ -129,14 +179,39 @@ export function listen(server: Server, port: number, host: string): Promise<void
   });
 }
 
-/** Stops accepting, lets in-flight requests finish up to `ms`, then cuts what remains. */
+/**
+ * Stops accepting, lets in-flight requests finish up to `ms`, then cuts what remains. From the
+ * call on, every answer whose head is not yet written says `Connection: close` (for a server made
+ * by `createGatewayServer` or `createAdminServer`), so keep-alive clients leave instead of being
+ * cut when `ms` runs out. Connections idle when the drain begins stay open until the keep-alive
+ * timeout their last answer announced (`Keep-Alive: timeout=N`, which clients honour), at most
+ * `ms`: closing them at once would reset a request already on its way on one of them.
+ */
 export function drain(server: Server, ms: number): Promise<void> {
+  const state = (server as DrainableServer)[DRAIN];
+  if (state) state.draining = true;
+  for (const socket of state?.open ?? []) {
+    // The answer being written on this connection (Node's own field, which closeIdleConnections
+    // reads too): one whose head is not out yet closes the connection when it ends.
+    const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (res && !res.headersSent) res.shouldKeepAlive = false;
+  }
   return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), ms);
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
+    const cut = setTimeout(() => server.closeAllConnections(), ms);
+    // Those still idle then (never used, or kept by a client that ignores the announced timeout).
+    const idle = setTimeout(() => server.closeIdleConnections(), Math.min(server.keepAliveTimeout || ms, ms));
+    // http.Server#close also closes idle connections at once (Node >= 19): not now, see above. It
+    // is shadowed on the instance for this call only; the prototype's is used again after it.
+    const own = server as { closeIdleConnections?: () => void };
+    own.closeIdleConnections = () => undefined;
+    try {
+      server.close(() => {
+        clearTimeout(cut);
+        clearTimeout(idle);
+        resolve();
+      });
+    } finally {
+      delete own.closeIdleConnections;
+    }
   });
 }

@@ -32,8 +32,11 @@ export interface ChildSpan {
  */
 export interface Tracing {
   readonly on: boolean;
-  /** Starts the request's server span (step 1). */
-  startRequest(state: TracedRequest, req: IncomingMessage): void;
+  /**
+   * Starts the request's server span (step 1). `holdsKey` is the request's key-material check: a
+   * trusted proxy's `tracestate` entries it finds key material in are dropped.
+   */
+  startRequest(state: TracedRequest, req: IncomingMessage, holdsKey?: (text: string) => boolean): void;
   /** The trace id of the request's server span (for the access line), before `endRequest`. */
   traceIdOf(state: TracedRequest): string | undefined;
   /** Ends it with route, company, key, decision and status, and any child span still open. */
@@ -188,25 +191,30 @@ const UNTRUSTED_STATE_GETTER: Api.TextMapGetter<IncomingHttpHeaders> = {
   keys: (headers) => Object.keys(headers).filter((k) => k !== 'tracestate'),
   get: (headers, key) => (key === 'tracestate' ? undefined : headers[key]),
 };
-const TRUSTED_STATE_GETTER: Api.TextMapGetter<IncomingHttpHeaders> = {
+const trustedStateGetter = (
+  holdsKey?: (text: string) => boolean,
+): Api.TextMapGetter<IncomingHttpHeaders> => ({
   keys: (headers) => Object.keys(headers),
   get: (headers, key) => {
     const v = headers[key];
-    return key === 'tracestate' && v !== undefined ? scrubTraceState(v) : v;
+    return key === 'tracestate' && v !== undefined ? scrubTraceState(v, holdsKey) : v;
   },
-};
+});
 
 /**
- * A tracestate without its entries that could hold a key: one with `nk_` or a run of 32 or more
- * letters and digits (a key's random part; observability/ may not import auth/, so the test is
- * broad on purpose: a dropped vendor entry costs nothing, a kept key leaks it). Undefined when
- * nothing is left.
+ * A tracestate without its entries that could hold a key (threat model: T5): one the request's key-material check
+ * (`holdsKey`, the same as for forwarded headers) finds material in, and, more broadly, one with
+ * `nk_` or a run of 32 or more letters and digits (a key's random part: a dropped vendor entry
+ * costs nothing, a kept key leaks it). Undefined when nothing is left.
  */
-export function scrubTraceState(value: string | string[]): string | undefined {
+export function scrubTraceState(
+  value: string | string[],
+  holdsKey: (text: string) => boolean = () => false,
+): string | undefined {
   const entries = (Array.isArray(value) ? value.join(',') : value)
     .split(',')
     .map((e) => e.trim())
-    .filter((e) => e !== '' && !KEY_MATERIAL.test(e));
+    .filter((e) => e !== '' && !KEY_MATERIAL.test(e) && !holdsKey(e));
   return entries.length ? entries.join(',') : undefined;
 }
 const KEY_MATERIAL = /nk_|[0-9A-Za-z]{32}/;
@@ -224,7 +232,7 @@ class ActiveTracing implements Tracing {
     this.tracer = provider.getTracer('notify-gateway');
   }
 
-  startRequest(state: TracedRequest, req: IncomingMessage): void {
+  startRequest(state: TracedRequest, req: IncomingMessage, holdsKey?: (text: string) => boolean): void {
     const { api } = this;
     const method = METHODS.has(req.method ?? '') ? req.method! : '_OTHER';
     // A client's traceparent is continued only from a trusted proxy (server.trustedProxies), like
@@ -233,7 +241,7 @@ class ActiveTracing implements Tracing {
     // A client's tracestate is its own text, which the SDK would export (link or parent) and
     // propagate upstream: from an untrusted peer it is dropped whole, from a trusted proxy only
     // entries that could carry key material are (a key pasted there is in no span, invariant 1).
-    const getter = state.peerTrusted ? TRUSTED_STATE_GETTER : UNTRUSTED_STATE_GETTER;
+    const getter = state.peerTrusted ? trustedStateGetter(holdsKey) : UNTRUSTED_STATE_GETTER;
     const incoming = api.trace.getSpanContext(this.propagator.extract(api.ROOT_CONTEXT, req.headers, getter));
     const valid = incoming !== undefined && api.isSpanContextValid(incoming);
     const parent =

@@ -2,16 +2,9 @@ import type { Agent as HttpAgent, ClientRequest, IncomingMessage, ServerResponse
 import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware, proxyEventsPlugin, type RequestHandler } from 'http-proxy-middleware';
-import { sendError, type ErrorCode } from '../errors.js';
+import { sendError } from '../errors.js';
+import { scrubResponseHeaders } from '../guards/header-scrub.js';
 import '../request-state.js';
-import { formBodyKind, type FormKind } from './method-override.js';
-import { scrubResponseHeaders } from './trusted-headers.js';
-
-/**
- * The most a form body is buffered to when `bodyLimitBytes` is 0 (no limit): a form is held in
- * memory to be scanned, so it is bounded anyway (the default limit, 25 MiB).
- */
-export const FORM_BUFFER_CAP_WITHOUT_LIMIT = 26_214_400;
 
 export interface RouteProxyOptions {
   target: string;
@@ -29,15 +22,6 @@ export interface RouteProxyOptions {
    * keeps the gateway's, `off` drops the gateway's. Default: `fill`.
    */
   securityHeaders?: { mode: SecurityHeadersMode; names: readonly string[] };
-  /**
-   * Method overrides in form and JSON bodies (`urlKeyGuard.methodOverrideInBody: refuse`): the
-   * scanner of `createFormOverrideScanner`. Form bodies (urlencoded, every `multipart/*`, no
-   * Content-Type) and JSON bodies (a Content-Type holding `json`) are then read whole (within the
-   * body limit) and refused 400 `METHOD_OVERRIDE_IN_BODY` when one names an override parameter, 415
-   * when they cannot be read (compressed, another charset); other bodies stream. Absent: every body
-   * streams.
-   */
-  formOverride?: ((body: Buffer, kind: FormKind) => boolean) | null;
 }
 
 /** What happens to the gateway's security headers on a proxied answer (`securityHeaders.proxied`). */
@@ -46,116 +30,49 @@ export type SecurityHeadersMode = 'fill' | 'override' | 'off';
 /**
  * http-proxy-middleware for one route, wired so that every failure is answered in the spec's shape:
  * refused/reset → 502, no answer within `timeoutMs` → 504, a streamed body over the limit → 413.
- * Bodies stream both ways; nothing is buffered, except form and JSON bodies when `formOverride` is
- * set (read whole within the body limit, scanned for a method override, then sent as read). An
- * upstream that dies mid-response makes the client
- * connection abort, so a cut-off response never looks complete.
+ * Bodies stream both ways, nothing is buffered: the request stream, or `req.gw.body` when a step
+ * read part of it (a failure of that stream cuts the upstream request and answers `req.gw.error`).
+ * An upstream that dies mid-response makes the client connection abort, so a cut-off response
+ * never looks complete.
  */
 export function createRouteProxy(
   opts: RouteProxyOptions,
 ): (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => Promise<void> {
   const basePath = targetBasePath(opts.target);
   const proxy = createRouteProxyMiddleware(opts);
-  const scanForm = opts.formOverride ?? null;
-  const formLimit = opts.bodyLimitBytes > 0 ? opts.bodyLimitBytes : FORM_BUFFER_CAP_WITHOUT_LIMIT;
-  const forwardTo = (req: IncomingMessage, body: Buffer | null): void =>
+  return function proxyRoute(req, res, next) {
     // http-proxy emits 'proxyReq' only once a socket is assigned. When the agent's sockets are all
     // busy, the body (or the end of a bodyless request) is piped in first, the request line and
     // headers are fixed then, and a later setHeader() throws out of an event handler (a crash).
     // So the request is finished when http-proxy starts piping into it, before any byte is written.
-    onFirstPipe(
-      req,
-      (proxyReq) => {
-        // http-proxy builds the path with url.parse and a slash-merging join (`/x/http:/evil` left
-        // as `/x/http://evil`): the upstream gets the path exactly as sent and matched instead.
-        // (The request line is not yet written: no `Expect` header, which the scrubber drops.)
-        proxyReq.path = basePath + (req.url ?? '/');
-        // Signing sees the path the upstream receives.
-        opts.onProxyReq?.(proxyReq, req);
-      },
-      body,
-    );
-  return async function proxyRoute(req, res, next) {
-    const kind = scanForm ? formBodyKind(req.headers) : 'none';
-    if (kind === 'none') {
-      forwardTo(req, null);
-      return proxy(req, res, next);
-    }
-    // Only form and JSON bodies, and only now (authenticated, in scope, within limits): read whole, scanned.
-    if (kind === 'unreadable') return refuse(req, res, 'UNSUPPORTED_FORM_ENCODING');
-    const body = await readBody(req, res, formLimit);
-    if (body === null) return;
-    if (scanForm!(body, kind)) return refuse(req, res, 'METHOD_OVERRIDE_IN_BODY');
-    // The upstream gets the bytes read, framed by their length (a chunked body too).
-    delete req.headers['transfer-encoding'];
-    req.headers['content-length'] = String(body.length);
-    forwardTo(req, body);
+    onFirstPipe(req, (proxyReq) => {
+      // http-proxy builds the path with url.parse and a slash-merging join (`/x/http:/evil` left
+      // as `/x/http://evil`): the upstream gets the path exactly as sent and matched instead.
+      // (The request line is not yet written: no `Expect` header, which the scrubber drops.)
+      proxyReq.path = basePath + (req.url ?? '/');
+      // Signing sees the path the upstream receives.
+      opts.onProxyReq?.(proxyReq, req);
+    });
     return proxy(req, res, next);
   };
 }
 
 /**
- * Reads the whole request body, at most `limit` bytes. Past the limit: 413 (connection closed) and
- * null. A client that goes away or sends a broken body: null (answered 400 when still possible).
- */
-function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Buffer | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let seen = 0;
-    const stop = (code: ErrorCode | null): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onFailure);
-      req.off('close', onFailure);
-      if (code !== null && !res.headersSent && !res.destroyed) refuse(req, res, code);
-      if (code !== null) req.on('error', () => undefined);
-      resolve(null);
-    };
-    const onData = (chunk: Buffer): void => {
-      seen += chunk.length;
-      if (seen <= limit) chunks.push(chunk);
-      else {
-        req.gw.bodyTooLarge = true;
-        stop('PAYLOAD_TOO_LARGE');
-      }
-    };
-    const onEnd = (): void => {
-      req.off('data', onData);
-      req.off('error', onFailure);
-      req.off('close', onFailure);
-      resolve(Buffer.concat(chunks, seen));
-    };
-    const onFailure = (): void => stop('BAD_REQUEST');
-    req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('error', onFailure);
-    req.once('close', onFailure);
-  });
-}
-
-/** A gateway answer from the proxy step, recorded for the access log; closes a half-read request. */
-function refuse(req: IncomingMessage, res: ServerResponse, code: ErrorCode): void {
-  req.gw.error = code;
-  if (!req.complete) res.setHeader('Connection', 'close');
-  sendError(res, code);
-}
-
-/**
  * Runs `fn` with the upstream request when http-proxy pipes `req` into it: synchronously after the
- * request is created and before any body byte or header is written. With `body`, that is what is
- * written to the upstream request (the request stream was read already).
+ * request is created and before any body byte or header is written. With `req.gw.body`, that stream
+ * is piped instead of the request, and its failure cuts the upstream request.
  */
-function onFirstPipe(req: IncomingMessage, fn: (proxyReq: ClientRequest) => void, body: Buffer | null): void {
+function onFirstPipe(req: IncomingMessage, fn: (proxyReq: ClientRequest) => void): void {
   const original = req.pipe;
   req.pipe = function pipeOnce<T extends NodeJS.WritableStream>(dest: T, options?: { end?: boolean }): T {
     req.pipe = original;
     fn(dest as unknown as ClientRequest);
-    // A body already read (a scanned form): its bytes, instead of the spent request stream.
-    if (body !== null) {
-      dest.end(body);
-      return dest;
-    }
-    return original.call(req, dest, options) as T;
+    const body = req.gw.body;
+    if (body === undefined) return original.call(req, dest, options) as T;
+    const cut = (err: Error) => (dest as unknown as ClientRequest).destroy(err);
+    if (body.errored) cut(body.errored);
+    else body.once('error', cut);
+    return body.pipe(dest, options);
   };
 }
 
@@ -182,7 +99,8 @@ function createRouteProxyMiddleware(
         // headers stay here (RFC 9110 §7.6.1; http-proxy copies proxyRes.headers after this
         // event), and a client that asked to close gets its connection closed.
         scrubResponseHeaders(proxyRes.headers);
-        proxyRes.headers.connection = req.gw.clientClose ? 'close' : 'keep-alive';
+        // `!res.shouldKeepAlive`: the server drains (http/server.ts), or the request did not ask to keep it.
+        proxyRes.headers.connection = req.gw.clientClose || !res.shouldKeepAlive ? 'close' : 'keep-alive';
         applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
       },
       error(_err, req, res) {
@@ -277,11 +195,14 @@ function answerProxyError(req: IncomingMessage, r: ServerResponse | Socket): voi
     r.destroy();
     return;
   }
-  const code = req.gw.bodyTooLarge
-    ? 'PAYLOAD_TOO_LARGE'
-    : req.gw.upstreamTimedOut
-      ? 'UPSTREAM_TIMEOUT'
-      : 'UPSTREAM_UNREACHABLE';
+  // A body step that failed (`req.gw.body`) set its own answer.
+  const code =
+    req.gw.error ??
+    (req.gw.bodyTooLarge
+      ? 'PAYLOAD_TOO_LARGE'
+      : req.gw.upstreamTimedOut
+        ? 'UPSTREAM_TIMEOUT'
+        : 'UPSTREAM_UNREACHABLE');
   req.gw.error = code;
   if (!req.complete) r.setHeader('Connection', 'close');
   sendError(r, code);

@@ -1,5 +1,5 @@
 import type { Route } from '../config/schema.js';
-import { foldUnicode } from './key-material.js';
+import { foldUnicode } from '../guards/decode.js';
 
 /**
  * Builds the route matcher: the longest prefix that matches on a path-segment boundary wins
@@ -53,7 +53,7 @@ const REFUSED_SECOND_ESCAPE = new RegExp(
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const DOT_SEGMENT = /[/\\;][\s\0-\x1f\x7f]*\.[.\s\0-\x1f\x7f]*(?:[/\\;?#]|%3[fF]|%23|$)/;
 const NON_ASCII = /[^\0-\x7f]/;
-// In the NFKC-folded form, more characters some runtime trims, drops or maps (attack report 2, 3):
+// In the NFKC-folded form, more characters some runtime trims, drops or maps:
 // - ignorable: JS `\s`, C0 and C1 controls and DEL (NEL U+0085 is trimmed by Python and Go),
 //   soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers, Khmer and Mongolian
 //   invisible vowels and selectors, zero-width and bidi format characters (U+200B–U+200F,
@@ -117,11 +117,11 @@ const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
 const RESHAPING_ESCAPE = /%(?:[01][0-9A-Fa-f]|20|7[fF]|[89A-Fa-f][0-9A-Fa-f])/;
 
 /**
- * Whether a request target is a plain origin-form path the gateway can route safely: starts with
- * `/`, holds no empty segment (`//`) or fragment, and no decoded form of it shows a dot segment
- * (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong escape. An
- * upstream that decodes the path any number of times, then resolves dot segments, sees the
- * segments the route matcher and the scope check saw (they compare the raw path). How:
+ * Whether a request target is a plain origin-form path the gateway can route safely (threat model:
+ * T2): starts with `/`, holds no empty segment (`//`) or fragment, and no decoded form of it shows
+ * a dot segment (`/`, `\` or `;` as separators), a backslash or a NUL, or holds a `%u` or overlong
+ * escape. An upstream that decodes the path any number of times, then resolves dot segments,
+ * sees the segments the route matcher and the scope check saw (they compare the raw path). How:
  * - the path and its once-decoded form are checked; in the decoded form an escape that another
  *   decoding would make a dot, `/`, `;` or part of a new escape is refused outright (every
  *   spelling of a double-encoded dot: `%252e`, `%25%32%65`, `%%32e`, `%2%65`...);

@@ -50,6 +50,8 @@ const fileKeySchema = z
     createdAt: timestampSchema.optional(),
     expiresAt: timestampSchema.optional(),
     revokedAt: timestampSchema.optional(),
+    /** Disabled since (reversible; `apply --prune` writes it, `export` keeps it). */
+    disabledAt: timestampSchema.optional(),
     scopes: scopesSchema.optional(),
     limits: limitsSchema.nullable().optional(),
   })
@@ -255,6 +257,7 @@ function toRecords(
         lastUsedAt: null,
         exposedAt: null,
         rotatedTo: null,
+        disabledAt: k.disabledAt ?? null,
         scopes: k.scopes ?? null,
         limits: k.limits ?? null,
       });

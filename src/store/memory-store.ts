@@ -84,6 +84,7 @@ export class MemoryKeyStore implements KeyStore {
     }
     if (patch.rotation) rec.rotatedTo = patch.rotation.to;
     if (patch.label !== undefined) rec.label = patch.label;
+    if (patch.disabledAt !== undefined) rec.disabledAt = patch.disabledAt;
     if (patch.scopes !== undefined) rec.scopes = patch.scopes;
     if (patch.limits !== undefined) rec.limits = patch.limits;
     return { ...rec };

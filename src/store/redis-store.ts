@@ -513,7 +513,13 @@ function toKey(h: Record<string, string>): KeyRecord | null {
   const rec = {} as Record<string, string | null>;
   for (const f of KEY_FIELDS) rec[f] = h[f] ? h[f] : null;
   rec.prefix = h.prefix ?? '';
-  return { ...(rec as unknown as KeyRecord), scopes: jsonField(h.scopes), limits: jsonField(h.limits) };
+  return {
+    ...(rec as unknown as KeyRecord),
+    // Optional (absent = not disabled): only a disabled key carries it, as the other stores hold it.
+    ...(h.disabledAt ? { disabledAt: h.disabledAt } : {}),
+    scopes: jsonField(h.scopes),
+    limits: jsonField(h.limits),
+  };
 }
 
 function toCompany(h: Record<string, string>): Company | null {

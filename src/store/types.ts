@@ -52,6 +52,13 @@ export interface KeyRecord {
   exposedAt: string | null;
   /** Set by rotation: the id of the key that replaced this one. */
   rotatedTo: string | null;
+  /**
+   * Set (to when) while the key is disabled: it fails authentication like a revoked key, but
+   * unlike a revocation this is undone by setting it back to null (`apply --prune` disables the
+   * keys a file leaves out). A disabled key keeps its place under the active-key cap, so enabling
+   * it again can never break the cap. Absent = null (records written before the field).
+   */
+  disabledAt?: string | null;
   /** Narrows the company's scopes (never widens them); `null` = the company's scopes. */
   scopes: Scope[] | null;
   /** Extra windows for this key alone, on top of the company's; `null` = none. */
@@ -71,7 +78,7 @@ export interface CompanyUpdate {
 
 /** What `updateKey` may change. See `KeyStore.updateKey` for the rules. */
 export type KeyPatch = Partial<
-  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'label' | 'scopes' | 'limits'>
+  Pick<KeyRecord, 'revokedAt' | 'expiresAt' | 'exposedAt' | 'label' | 'scopes' | 'limits' | 'disabledAt'>
 > & {
   /**
    * A rotation's claim: set `rotatedTo` to `to`, only when it is `from` now (`null`: the key was
@@ -201,7 +208,8 @@ export interface KeyStore {
    * `limits` writes nothing and returns the record as it is: rotation reads the restrictions in the
    * same atomic write that sets `rotatedTo` and hands them to the new key, so they must not change
    * afterwards (change the successor's). A patch with `rotation` writes nothing unless `rotatedTo`
-   * is `rotation.from` (one claim wins). Other fields are set as given.
+   * is `rotation.from` (one claim wins). Other fields are set as given (`disabledAt: null` enables
+   * a disabled key again).
    */
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | null>;
   /** Records last use (only ever later, only on an existing key); best effort, never on the request's critical path. */

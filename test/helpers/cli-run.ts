@@ -187,13 +187,19 @@ export interface InProcessRun extends CliRun {
 
 /**
  * Runs a command line in this process through `runCli(argv, io)` (src/cli/main.ts), with `env` as
- * the whole environment, `opts.stdin` as standard input and `opts.signals` (default: a new emitter)
- * as where SIGTERM/SIGINT arrive; nothing reaches the real process.
+ * the whole environment, `opts.stdin` as standard input (a string, or chunks given when read) and
+ * `opts.signals` (default: a new emitter) as where SIGTERM/SIGINT arrive; nothing reaches the real
+ * process.
  */
 export async function runCliHere(
   args: string[],
   env: Record<string, string> = {},
-  opts: { stdin?: string; signals?: EventEmitter } = {},
+  opts: {
+    stdin?: string | AsyncIterable<string>;
+    signals?: EventEmitter;
+    /** A person at a terminal (`CliIo.interactive`): `apply --prune` asks on stderr, reads stdin. */
+    interactive?: boolean;
+  } = {},
 ): Promise<InProcessRun> {
   let stdout = '';
   let stderr = '';
@@ -203,7 +209,11 @@ export async function runCliHere(
     stdout: (t) => void (stdout += t),
     stderr: (t) => void (stderr += t),
     env,
-    stdin: Readable.from(opts.stdin ? [Buffer.from(opts.stdin)] : []),
+    stdin:
+      typeof opts.stdin === 'string'
+        ? Readable.from([Buffer.from(opts.stdin)])
+        : (opts.stdin ?? Readable.from([])),
+    interactive: opts.interactive ?? false,
     signals,
     exit: (c) => void exits.push(c),
   };

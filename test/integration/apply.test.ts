@@ -4,9 +4,11 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { keyViewSchema } from '../../src/admin/schemas.js';
+import { hashApiKey } from '../../src/auth/api-key.js';
 import { createKeyRecord } from '../../src/auth/key-record.js';
 import { createCompanyAndKey } from '../helpers/admin.js';
-import { runCli, type CliRun } from '../helpers/cli-run.js';
+import { runCli, runCliHere, type CliRun } from '../helpers/cli-run.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -83,7 +85,7 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     return r.status;
   };
   const auditLength = () => client.xlen('ng:audit');
-  const noChanges = /Created: 0\n {2}Updated: 0\n {2}Deleted: 0/;
+  const noChanges = /Created: 0\n {2}Updated: 0\n {2}Suspended: 0\n {2}Disabled: 0\n {2}Revoked: 0/;
 
   before(async () => {
     redis = await startRedis();
@@ -116,7 +118,7 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     assert.match(r.stdout, new RegExp(`^creating key ${k1.id} \\(company acme\\)$`, 'm'));
     assert.match(
       r.stdout,
-      /Summary \(dry run: nothing changed\):\n {2}Created: 5\n {2}Updated: 0\n {2}Deleted: 0/,
+      /Summary \(dry run: nothing changed\):\n {2}Created: 5\n {2}Updated: 0\n {2}Suspended: 0\n/,
     );
     assert.doesNotMatch(r.stdout, new RegExp(k1.hash));
     assert.equal(await snapshot(client), before);
@@ -176,20 +178,100 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     assert.equal(await call(k3.key), 401);
   });
 
-  test('--prune deletes what the file does not hold: keys revoked, company suspended', async () => {
+  test('--prune with no --yes and no terminal: the plan, exit 2, nothing changed', async () => {
     const path = join(dir, 'v2.yaml');
     assert.equal(await call(oldKey), 200);
-    assert.match((await apply(path)).stdout, noChanges, 'without --prune nothing is deleted');
+    assert.match((await apply(path)).stdout, noChanges, 'without --prune nothing left out is touched');
+    // The call above is counted once a second: written now, so only apply could change Redis.
+    await t.gw.usage?.recorder.flush();
+    const before = await snapshot(client);
     const r = await apply(path, '--prune');
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 2, r.stderr);
     assert.match(
       r.stdout,
-      /^deleting company old-co: status "active" -> "suspended", apiAccess true -> false$/m,
+      /^suspending company old-co \(not in the file\): status "active" -> "suspended", apiAccess true -> false \(undone by declaring it again\)$/m,
     );
-    assert.match(r.stdout, /^deleting key key_\S+ \(company old-co\): revoke$/m);
-    assert.match(r.stdout, /Deleted: 2/);
+    assert.match(
+      r.stdout,
+      /^disabling key key_\S+ \(company old-co\) \(not in the file\): disabled \(undone by declaring it again\)$/m,
+    );
+    assert.match(r.stdout, /Summary \(dry run: nothing changed\)/);
+    assert.equal(
+      r.stderr,
+      'notify-gateway: apply would suspend 1 company and disable 1 key (the plan above); nothing changed. Run again with --yes to make these changes (no terminal to ask on)\n',
+    );
+    const json = await apply(path, '--prune', '--json');
+    assert.equal(json.code, 2);
+    const plan = JSON.parse(json.stdout) as { dryRun: boolean; changes: { op: string }[] };
+    assert.equal(plan.dryRun, true);
+    assert.deepEqual(
+      plan.changes.map((c) => c.op),
+      ['suspend', 'disable'],
+    );
+    assert.equal(await snapshot(client), before);
+    assert.equal(await call(oldKey), 200, 'the key still works');
+  });
+
+  test('--prune --yes makes exactly the plan --dry-run shows: company suspended, key disabled (not revoked), audited', async () => {
+    const path = join(dir, 'v2.yaml');
+    const dry = await apply(path, '--prune', '--dry-run');
+    assert.equal(dry.code, 0, dry.stderr);
+    const r = await apply(path, '--prune', '--yes');
+    assert.equal(r.code, 0, r.stderr);
+    const changeLines = (text: string) => text.slice(0, text.indexOf('Summary'));
+    assert.equal(changeLines(r.stdout), changeLines(dry.stdout));
+    assert.match(r.stdout, /Suspended: 1\n {2}Disabled: 1\n {2}Revoked: 0/);
+    const [old] = await t.gw.store.listKeys('old-co');
+    assert.equal(old?.revokedAt, null, 'not revoked');
+    assert.match(old?.disabledAt ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal((await t.gw.store.getCompany('old-co'))?.status, 'suspended');
     assert.equal(await call(oldKey), 401);
-    assert.match((await apply(path, '--prune')).stdout, noChanges);
+    const views = await t.gw.service.listKeys('old-co');
+    assert.ok(views.ok);
+    const view = keyViewSchema.parse(views.value[0]);
+    assert.equal(view.status, 'disabled');
+    assert.equal(view.disabledAt, old?.disabledAt);
+    const audit = await t.gw.service.readAudit({ limit: 5, companyId: 'old-co' });
+    assert.ok(audit.ok);
+    const disabled = audit.value.find((e) => e.event === 'key.disabled');
+    assert.equal(disabled?.actor, actor);
+    assert.equal(disabled?.details?.via, 'apply --prune');
+    // Nothing left to prune: no question, no change.
+    const again = await apply(path, '--prune');
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, noChanges);
+  });
+
+  test('a prune is undone by declaring them again; --prune-revoke revokes, and that is final', async () => {
+    const [old] = await t.gw.store.listKeys('old-co');
+    const withOld = write(
+      'with-old.yaml',
+      readFileSync(join(dir, 'v2.yaml'), 'utf8') +
+        `  - id: old-co\n    tier: standard\n    keys:\n      - id: ${old!.id}\n        hash: ${hashApiKey(oldKey)}\n`,
+    );
+    const back = await apply(withOld);
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(
+      back.stdout,
+      /^updating company old-co: status "suspended" -> "active", apiAccess false -> true/m,
+    );
+    assert.match(
+      back.stdout,
+      new RegExp(`^updating key ${old!.id} \\(company old-co\\): disabledAt "[^"]+" -> null$`, 'm'),
+    );
+    assert.equal(await call(oldKey), 200, 'the same key works again');
+
+    const revoke = await apply(join(dir, 'v2.yaml'), '--prune-revoke', '--yes');
+    assert.equal(revoke.code, 0, revoke.stderr);
+    assert.match(
+      revoke.stdout,
+      /^revoking key \S+ \(company old-co\) \(not in the file\): revoked \(final\)$/m,
+    );
+    assert.equal(await call(oldKey), 401);
+    const again = await apply(withOld);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /revocation is final, kept/);
+    assert.equal(await call(oldKey), 401, 'declaring a revoked key does not bring it back');
   });
 
   test('export writes the state without secrets; export → apply --prune changes nothing', async () => {
@@ -300,5 +382,71 @@ ${acme.k2Revoked ? `        revokedAt: ${acme.k2Revoked}\n` : ''}  - id: beta
     assert.match(r.stderr, /companies\.0\.keys\.0\.label: must not contain control characters/);
     assert.match(r.stderr, /companies\.0\.scopes\.0\.paths\.0: must not hold an empty/);
     assert.equal(await snapshot(client), before);
+  });
+});
+
+describe('apply --prune at a terminal', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  let env: Record<string, string>;
+  let path: string;
+  before(async () => {
+    redis = await startRedis();
+    client = new Redis(redis.url);
+    env = { REDIS_URL: redis.url };
+    for (const id of ['kept', 'left']) {
+      const r = await runCliHere(['companies', 'create', id], env);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'ng-apply-tty-'));
+    path = join(dir, 'kept.yaml');
+    writeFileSync(path, 'companies:\n  - id: kept\n    tier: free\n');
+  });
+  after(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+  const status = async (id: string) => (await client.hget(`ng:c:${id}`, 'status')) ?? null;
+
+  test('asks on stderr after the plan; anything but yes: exit 1, nothing changed', async () => {
+    const before = await snapshot(client);
+    for (const answer of ['n\n', '\n', 'yess\n', '']) {
+      const r = await runCliHere(['apply', '-f', path, '--prune'], env, { interactive: true, stdin: answer });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stdout, /^suspending company left \(not in the file\)/m);
+      assert.match(r.stderr, /apply would suspend 1 company\. Make these changes\? \[y\/N\] /);
+      assert.match(r.stderr, /notify-gateway: nothing changed\n$/);
+    }
+    assert.equal(await snapshot(client), before);
+  });
+
+  test('yes: the plan runs; the changes printed once, then the summary', async () => {
+    const r = await runCliHere(['apply', '-f', path, '--prune'], env, { interactive: true, stdin: 'y\n' });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^suspending company left \(not in the file\)[^\n]*\nSummary:\n {2}Created: 0\n {2}Updated: 0\n {2}Suspended: 1\n/,
+    );
+    assert.equal(r.stdout.match(/suspending company left/g)?.length, 1);
+    assert.equal(await status('left'), 'suspended');
+    assert.equal((await runCliHere(['companies', 'update', 'left', '--status', 'active'], env)).code, 0);
+  });
+
+  test('check-and-set: the store changes while the question waits: exit 1, the current plan shown, nothing changed', async () => {
+    async function* answerAfterAChange() {
+      // Another operator, while this one reads the plan: one more company the file does not hold.
+      const made = await runCliHere(['companies', 'create', 'meanwhile'], env);
+      assert.equal(made.code, 0, made.stderr);
+      yield 'y\n';
+    }
+    const r = await runCliHere(['apply', '-f', path, '--prune'], env, {
+      interactive: true,
+      stdin: answerAfterAChange(),
+    });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /the store changed while the question was asked; nothing changed/);
+    assert.match(r.stdout, /^suspending company meanwhile /m, 'the current plan');
+    assert.equal(await status('left'), 'active');
+    assert.equal(await status('meanwhile'), 'active');
   });
 });

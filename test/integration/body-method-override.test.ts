@@ -7,9 +7,9 @@ import { send, type Reply } from '../helpers/http.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
- * Method override in a form body (attack report F3, issue 10 findings 9 and 10): Rails, Laravel,
- * Symfony and Go's gorilla/handlers run the method named by a `_method` form field, so a POST
- * carrying one would get past the route's `methods` and the key's scopes. Every refusal is checked
+ * Method override in a form or JSON body (threat model: T2): Rails, Laravel, Symfony and Go's
+ * gorilla/handlers run the method named by a `_method` form field, so a POST carrying one would get
+ * past the route's `methods` and the key's scopes. Every refusal is checked
  * on the answer and on the recording upstream, which must have received nothing; every request let
  * through must reach the upstream byte for byte.
  */
@@ -144,14 +144,14 @@ describe('method override in a form body', () => {
     'no value': '_method',
     '%u escape (.NET HttpUtility.UrlDecode)': '%u005Fmethod=DELETE',
     '%u escapes in X-HTTP-Method-Override': 'X%u002DHTTP%u002DMethod%u002DOverride=DELETE',
-    // Final attack pass N1: qs reads `[_method]` as `_method`, Rack's normalize_params also
+    // qs reads `[_method]` as `_method`, Rack's normalize_params also
     // `_method]`, `]_method` and `[[_method]]`.
     'in brackets (qs, Rack)': '[_method]=DELETE',
     'in %-encoded brackets': '%5B_method%5D=DELETE',
     'a closing bracket after (Rack)': '_method]=DELETE',
     'a closing bracket before (Rack)': ']_method=DELETE',
     'in double brackets (Rack)': 'a=1&[[_method]]=DELETE',
-    // Final attacker re-check: qs with allowDots reads `._method` (and `%2E_method`) as `_method`.
+    // qs with allowDots reads `._method` (and `%2E_method`) as `_method`.
     'leading dot (qs allowDots)': 'a=1&%2E_method=DELETE',
   };
   for (const [name, body] of Object.entries(urlencoded)) {
@@ -220,7 +220,7 @@ describe('method override in a form body', () => {
     'multipart/alternative': 'multipart/alternative; boundary=XyZb',
   };
   for (const [name, type] of Object.entries(otherMultiparts)) {
-    test(`${name} naming _method (attack report F1; Rack parses it): 400, nothing forwarded`, async () => {
+    test(`${name} naming _method: 400, nothing forwarded`, async () => {
       const body = multipart('XyZb', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }]);
       const r = await post(g, body, { 'Content-Type': type });
       assert.equal(r.status, 400, r.body);
@@ -387,7 +387,7 @@ describe('method override in a form body', () => {
       const r = await post(g, body, { 'Content-Type': `${FORM}; charset=${charset}` });
       assert.equal(r.status, 415, `${charset}: ${r.body}`);
     }
-    // Final attack pass N2: Tomcat takes the first `charset=` anywhere in the header.
+    // Tomcat takes the first `charset=` anywhere in the header.
     for (const params of ['; xcharset=IBM037', '; charset*=utf-16']) {
       const r = await post(g, 'a=1', { 'Content-Type': `${FORM}${params}` });
       assert.equal(r.status, 415, `${params}: ${r.body}`);
@@ -511,5 +511,94 @@ describe('method override in a form body, urlKeyGuard.methodOverrideInBody: allo
     const r = await post(g, gz, { 'Content-Type': FORM, 'Content-Encoding': 'gzip' });
     assert.equal(r.status, 200, r.body);
     assert.deepEqual(upstream.received[0]!.body, gz);
+  });
+});
+
+describe('method override in a body: only where methods are restricted, and never held whole', () => {
+  let upstream: RecordingUpstream;
+  let t: TestGateway;
+  let key: string;
+  let scopedKey: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    t = await startTestGateway({
+      store: { type: 'memory' },
+      routes: [
+        { prefix: '/open', target: upstream.url },
+        { prefix: '/media', target: upstream.url, methods: ['GET', 'POST'] },
+      ],
+      rateLimit: { tiers: [{ name: 'big', points: 100_000, duration: 60 }] },
+      methodOverride: { bodyScanLimitBytes: 1024 },
+      log: { level: 'warn' },
+    });
+    assert.ok((await t.gw.service.createCompany({ id: 'acme', tier: 'big' })).ok);
+    const k = await t.gw.service.createKey('acme', {});
+    assert.ok(k.ok);
+    key = k.value.key;
+    const s = await t.gw.service.createKey('acme', {});
+    assert.ok(s.ok);
+    assert.ok(
+      (await t.gw.service.updateKey(s.value.id, { scopes: [{ route: '/open', methods: ['POST'] }] })).ok,
+    );
+    scopedKey = s.value.key;
+  });
+  after(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.received.length = 0;
+  });
+
+  const postTo = (path: string, k: string, body: string, type = FORM) =>
+    send(t.port, path, {
+      method: 'POST',
+      headers: { 'X-API-Key': k, 'Content-Type': type, 'Content-Length': String(Buffer.byteLength(body)) },
+      body,
+    });
+
+  test('a route that allows every method, with an unscoped key: the body streams untouched, _method and all', async () => {
+    for (const [body, type] of [
+      ['_method=DELETE', FORM],
+      ['{"_method":"DELETE"}', 'application/json'],
+      [
+        multipart('b', [{ disposition: 'form-data; name="_method"', content: 'DELETE' }]),
+        'multipart/form-data; boundary=b',
+      ],
+    ] as const) {
+      upstream.received.length = 0;
+      const r = await postTo('/open/x', key, body, type);
+      assert.equal(r.status, 200, r.body);
+      assert.equal(upstream.received[0]!.body.toString(), body);
+    }
+  });
+
+  test('the same route with a key scoped to POST: the override is refused', async () => {
+    const r = await postTo('/open/x', scopedKey, '_method=DELETE');
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.json, OVERRIDE_BODY);
+    assert.equal(upstream.received.length, 0);
+  });
+
+  test('past methodOverride.bodyScanLimitBytes the body streams on and is still read: a late override cuts it', async () => {
+    const clean = multipart('b', [
+      { disposition: 'form-data; name="file"; filename="a.bin"', content: 'x'.repeat(200_000) },
+      { disposition: 'form-data; name="title"', content: 'hello' },
+    ]);
+    const ok = await postTo('/media/x', key, clean, 'multipart/form-data; boundary=b');
+    assert.equal(ok.status, 200, ok.body);
+    assert.equal(upstream.received[0]!.body.length, Buffer.byteLength(clean));
+    upstream.received.length = 0;
+    const late = multipart('b', [
+      { disposition: 'form-data; name="file"; filename="a.bin"', content: 'x'.repeat(200_000) },
+      { disposition: 'form-data; name="_method"', content: 'DELETE' },
+    ]);
+    const r = await postTo('/media/x', key, late, 'multipart/form-data; boundary=b');
+    assert.equal(r.status, 400, r.body);
+    assert.deepEqual(r.json, OVERRIDE_BODY);
+    // The upstream saw the start of a request, never a complete one: nothing was recorded.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(upstream.received.length, 0);
   });
 });

@@ -54,7 +54,7 @@ const PAYLOADS: Record<string, string> = {
   // Legacy escapes the guard decodes (%u, overlong UTF-8): the regex replace runs.
   '%u escapes': '%u0030',
   'overlong UTF-8': '%c0%b0%e0%80%b1',
-  // Base64 and hex runs (attack report F2): each is decoded at every alignment, the bytes searched
+  // Base64 and hex runs: each is decoded at every alignment, the bytes searched
   // for keys. Long runs of the alphabets, decoded base62 digits the rolling CRC checks at every byte
   // (first checksum digit 0-4), decoded `nk_live_` shapes, and %-encoded `+/=`.
   'base64url alphabet run': 'aZ09-_bY',
@@ -102,69 +102,71 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-describe('cost before authentication (invariant 8)', () => {
-  let upstream: RecordingUpstream;
-  let gw: CpuGateway;
+for (const level of ['default', 'strict'] as const)
+  describe(`cost before authentication (invariant 8), guards.level ${level}`, () => {
+    let upstream: RecordingUpstream;
+    let gw: CpuGateway;
 
-  before(async () => {
-    upstream = await startUpstream();
-    gw = await startCpuGateway({
-      store: { type: 'memory' },
-      routes: [{ prefix: '/notify/v1', target: upstream.url }],
-      // Every request here fails authentication: keep them all on the same path (401, not 429).
-      rateLimit: { authFailures: { enabled: false } },
-      log: { level: 'warn' },
+    before(async () => {
+      upstream = await startUpstream();
+      gw = await startCpuGateway({
+        guards: { level },
+        store: { type: 'memory' },
+        routes: [{ prefix: '/notify/v1', target: upstream.url }],
+        // Every request here fails authentication: keep them all on the same path (401, not 429).
+        rateLimit: { authFailures: { enabled: false } },
+        log: { level: 'warn' },
+      });
+    });
+    after(async () => {
+      await gw?.close();
+      await upstream?.close();
+    });
+
+    /** CPU microseconds the gateway spent on BATCH requests to `target`; checks the status too. */
+    async function batchCost(target: string, statuses: Set<number>): Promise<number> {
+      const before = await gw.cpuMicros();
+      for (let i = 0; i < BATCH; i++) statuses.add(await rawGet(gw.port, target));
+      return (await gw.cpuMicros()) - before;
+    }
+
+    test('each worst-case 16 KB URL costs at most 3× a benign URL of the same size', async (t) => {
+      const benign: Record<string, string> = {
+        query: fill('a', '/notify/v1/otps?q='),
+        path: fill('a', '/notify/v1/x'),
+      };
+      const all = { ...benign, ...targets() };
+      for (const u of Object.values(all))
+        assert.ok(Buffer.byteLength(u) > SIZE - 20 && Buffer.byteLength(u) <= SIZE);
+      const samples = new Map<string, number[]>(Object.keys(all).map((k) => [k, []]));
+      const statuses = new Map<string, Set<number>>(Object.keys(all).map((k) => [k, new Set()]));
+      // Warm up the JIT on every shape, then interleave the kinds so drift hits all of them alike.
+      for (const [k, u] of Object.entries(all)) await batchCost(u, statuses.get(k)!);
+      for (let r = 0; r < ROUNDS; r++)
+        for (const [k, u] of Object.entries(all)) samples.get(k)!.push(await batchCost(u, statuses.get(k)!));
+
+      assert.deepEqual([...statuses.get('query')!], [401], 'the benign query reaches authentication');
+      assert.deepEqual([...statuses.get('path')!], [401], 'the benign path reaches authentication');
+      const base = Math.max(median(samples.get('query')!), median(samples.get('path')!));
+      const report: string[] = [];
+      const over: string[] = [];
+      for (const k of Object.keys(all)) {
+        const m = median(samples.get(k)!);
+        const line = `${k}: ${(m / BATCH).toFixed(0)} µs/request (${(m / base).toFixed(2)}×), status ${[...statuses.get(k)!].join('/')}`;
+        report.push(line);
+        if (m > MAX_RATIO * base) over.push(line);
+        // The gateway answered (no reset, no hang): every status is an HTTP answer.
+        for (const s of statuses.get(k)!) assert.ok(s >= 200 && s < 600, `${k}: no HTTP answer`);
+      }
+      for (const line of report) t.diagnostic(line);
+      assert.deepEqual(
+        over,
+        [],
+        `over ${MAX_RATIO}× the benign cost (${(base / BATCH).toFixed(0)} µs):\n${report.join('\n')}`,
+      );
+      assert.equal(upstream.received.length, 0, 'nothing was forwarded');
     });
   });
-  after(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
-
-  /** CPU microseconds the gateway spent on BATCH requests to `target`; checks the status too. */
-  async function batchCost(target: string, statuses: Set<number>): Promise<number> {
-    const before = await gw.cpuMicros();
-    for (let i = 0; i < BATCH; i++) statuses.add(await rawGet(gw.port, target));
-    return (await gw.cpuMicros()) - before;
-  }
-
-  test('each worst-case 16 KB URL costs at most 3× a benign URL of the same size', async (t) => {
-    const benign: Record<string, string> = {
-      query: fill('a', '/notify/v1/otps?q='),
-      path: fill('a', '/notify/v1/x'),
-    };
-    const all = { ...benign, ...targets() };
-    for (const u of Object.values(all))
-      assert.ok(Buffer.byteLength(u) > SIZE - 20 && Buffer.byteLength(u) <= SIZE);
-    const samples = new Map<string, number[]>(Object.keys(all).map((k) => [k, []]));
-    const statuses = new Map<string, Set<number>>(Object.keys(all).map((k) => [k, new Set()]));
-    // Warm up the JIT on every shape, then interleave the kinds so drift hits all of them alike.
-    for (const [k, u] of Object.entries(all)) await batchCost(u, statuses.get(k)!);
-    for (let r = 0; r < ROUNDS; r++)
-      for (const [k, u] of Object.entries(all)) samples.get(k)!.push(await batchCost(u, statuses.get(k)!));
-
-    assert.deepEqual([...statuses.get('query')!], [401], 'the benign query reaches authentication');
-    assert.deepEqual([...statuses.get('path')!], [401], 'the benign path reaches authentication');
-    const base = Math.max(median(samples.get('query')!), median(samples.get('path')!));
-    const report: string[] = [];
-    const over: string[] = [];
-    for (const k of Object.keys(all)) {
-      const m = median(samples.get(k)!);
-      const line = `${k}: ${(m / BATCH).toFixed(0)} µs/request (${(m / base).toFixed(2)}×), status ${[...statuses.get(k)!].join('/')}`;
-      report.push(line);
-      if (m > MAX_RATIO * base) over.push(line);
-      // The gateway answered (no reset, no hang): every status is an HTTP answer.
-      for (const s of statuses.get(k)!) assert.ok(s >= 200 && s < 600, `${k}: no HTTP answer`);
-    }
-    for (const line of report) t.diagnostic(line);
-    assert.deepEqual(
-      over,
-      [],
-      `over ${MAX_RATIO}× the benign cost (${(base / BATCH).toFixed(0)} µs):\n${report.join('\n')}`,
-    );
-    assert.equal(upstream.received.length, 0, 'nothing was forwarded');
-  });
-});
 
 describe('URL caps before authentication', () => {
   let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;

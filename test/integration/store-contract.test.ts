@@ -199,6 +199,27 @@ function writableContract(
       });
     });
 
+    test('disabledAt: set and cleared (reversible, unlike revokedAt), nothing else written; a disabled key keeps its place under the cap', async () => {
+      await store.createCompany(company('dis-co'));
+      const rec = key('dis1', 'dis-co', { label: 'kept' });
+      assert.deepEqual(await store.createKey(rec, 1, now()), { ok: true });
+      const off = await store.updateKey('dis1', { disabledAt: '2030-01-01T00:00:00Z' });
+      assert.equal(off?.disabledAt, '2030-01-01T00:00:00Z');
+      assert.deepEqual((await store.findKeyByHash(rec.hash))?.disabledAt, '2030-01-01T00:00:00Z');
+      assert.deepEqual(
+        [off?.label, off?.revokedAt, off?.expiresAt],
+        ['kept', null, null],
+        'only the patched field is written',
+      );
+      assert.deepEqual(await store.createKey(key('dis2', 'dis-co'), 1, now()), {
+        ok: false,
+        reason: 'too_many_keys',
+      });
+      const on = await store.updateKey('dis1', { disabledAt: null });
+      assert.equal(on?.disabledAt ?? null, null);
+      assert.equal((await store.findKeyByHash(rec.hash))?.disabledAt ?? null, null);
+    });
+
     test('audit: newest first, limit, filter by company', async () => {
       for (let i = 0; i < 5; i++)
         await store.appendAudit({ at: now(), event: `e${i}`, companyId: i % 2 ? 'odd' : 'even' });

@@ -72,19 +72,16 @@ describe('what the upstream and the client see', () => {
     });
   });
 
-  test('a copy of the key in any other header, in any encoding, never reaches the upstream', async () => {
-    const spaced = `${key.slice(0, 12)} ${key.slice(12, 30)}\t${key.slice(30)}`;
+  // Upper or lower case, separators and hex are the strict level's (test/integration/guard-levels.test.ts).
+  test('a copy of the key in any other header, as sent, %-encoded or in base64, never reaches the upstream', async () => {
     const cases: [string, string][] = [
       ['Authorization', `Bearer ${key}`],
       ['Authorization', `bearer    ${key}   `],
-      ['Authorization', `BEARER ${key.toUpperCase()}`],
       ['Authorization', `Basic ${b64(`${key}:`)}`],
       ['Authorization', `Basic ${b64(`user:${key}`)}`],
       ['Authorization', `Basic ${b64(`ab:${key}`)}`],
       ['Authorization', `basic ${b64url(`${key}:`)}`],
       ['X-Auth', key],
-      ['X-Auth', key.toLowerCase()],
-      ['X-Auth', spaced],
       ['X-Auth', pct(key)],
       ['X-Auth', pct(key).toUpperCase()],
       ['X-Auth', pct(pct(key))],
@@ -92,7 +89,6 @@ describe('what the upstream and the client see', () => {
       ['X-Auth', `prefix-${b64('x' + key)}`],
       ['X-Auth', encodeURIComponent(b64(`u:${key}`))],
       ['X-Token', `eyJhbGciOiJub25lIn0.${b64url(JSON.stringify({ k: key }))}.`],
-      ['X-Hex', Buffer.from(key).toString('hex')],
       ['Tracestate', `vendor=${key}`],
       ['X-Request-Id', key],
       [`X-${key}`, '1'],
@@ -158,7 +154,7 @@ describe('what the upstream and the client see', () => {
   test('the key in Host or in a trusted proxy’s X-Forwarded-* is not echoed into X-Forwarded-*', async () => {
     const viaHost = await send(t.port, '/notify/v1/x', {
       headers: [
-        ['Host', key.toLowerCase()],
+        ['Host', key],
         ['X-API-Key', key],
       ],
     });

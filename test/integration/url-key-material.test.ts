@@ -7,7 +7,10 @@ import { eventually, send, type Reply } from '../helpers/http.js';
 import type { RecordingUpstream } from '../helpers/upstream.js';
 
 /**
- * Attack report F2, and the query-string parts of F3 and F5: key material in the URL is refused
+ * The strict level (`guards.level: strict`), which reads these forms; the default level's share is in
+ * test/integration/guard-levels.test.ts.
+ *
+ * Key material in the URL is refused
  * (right after authentication at the latest, before a scope or limit answer can log it) and never
  * logged whatever the answer; method overrides and key encodings in the query that PHP, IIS or an
  * overlong-UTF-8 decoder would read are refused before anything reaches the upstream.
@@ -46,7 +49,7 @@ async function lineOf(t: TestGateway, r: Reply): Promise<Record<string, unknown>
   return find()!;
 }
 
-describe('F2: key material in the URL is refused before scope and limits, and never logged', () => {
+describe('key material in the URL is refused before scope and limits, and never logged', () => {
   let t: TestGateway, upstream: RecordingUpstream, close: () => Promise<void>;
   /** Scoped to GET /notify/v1/health: everything else is 403. */
   let scoped: { id: string; key: string };
@@ -57,7 +60,7 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
 
   before(async () => {
     const f = await gatewayWithUpstream(
-      { rateLimit: { authFailures: { enabled: false } } },
+      { guards: { level: 'strict' }, rateLimit: { authFailures: { enabled: false } } },
       { keyScopes: [{ route: '/notify/v1', methods: ['GET'], paths: ['/notify/v1/health'] }] },
     );
     ({ t, upstream, close } = f);
@@ -194,7 +197,7 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
     const unknown = generateApiKey('live');
     // The upper-cased key in base64url: no valid checksum before authentication (the URL guard
     // passes it), the presented key's material for the log rule. (Its checksum-valid base64url copy
-    // is refused KEY_IN_URL before authentication: final attack report F2, below.)
+    // is refused KEY_IN_URL before authentication: see the last describe.)
     const copy = b64url(unknown.toUpperCase());
     const r = await send(t.port, `/notify/v1/otps/${copy}`, { headers: { 'X-API-Key': unknown } });
     assert.equal(r.status, 401);
@@ -208,11 +211,12 @@ describe('F2: key material in the URL is refused before scope and limits, and ne
   });
 });
 
-describe('F2: refused by the failed-authentication budget, the presented key’s copy is not logged', () => {
+describe('refused by the failed-authentication budget, the presented key’s copy is not logged', () => {
   let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
+      guards: { level: 'strict' },
       rateLimit: { authFailures: { enabled: true, points: 2, duration: 60 } },
     }));
   });
@@ -231,17 +235,18 @@ describe('F2: refused by the failed-authentication budget, the presented key’s
   });
 });
 
-describe('F3/F5, query string: PHP-style override names and legacy key encodings are refused', () => {
+describe('query string: PHP-style override names and legacy key encodings are refused', () => {
   let t: TestGateway, upstream: RecordingUpstream, key: string, close: () => Promise<void>;
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream({
+      guards: { level: 'strict' },
       rateLimit: { authFailures: { enabled: false } },
     }));
   });
   after(() => close?.());
 
-  test('F3: `%20_method`, `+_method`, `.method`, `_method[]`, `[_method]` are refused 400, `method` passes', async () => {
+  test('`%20_method`, `+_method`, `.method`, `_method[]`, `[_method]` are refused 400, `method` passes', async () => {
     for (const q of [
       '%20_method',
       '+_method',
@@ -276,7 +281,7 @@ describe('F3/F5, query string: PHP-style override names and legacy key encodings
     upstream.received.length = 0;
   });
 
-  test('F5: %u, overlong UTF-8 and a key split over parameters are refused KEY_IN_URL, never forwarded', async () => {
+  test('%u, overlong UTF-8 and a key split over parameters are refused KEY_IN_URL, never forwarded', async () => {
     const other = generateApiKey('live');
     const body = bodyOf(key);
     const cases: [string, string][] = [
@@ -310,11 +315,11 @@ describe('F3/F5, query string: PHP-style override names and legacy key encodings
 });
 
 /**
- * Second attack pass, findings 1 and 5 (self-contained: own gateway, upstream and helpers). 1: the
- * presented key split over URL parts reaches no upstream and no log. 5: the key inside a malformed
+ * Self-contained (own gateway, upstream and helpers): the presented key split over URL parts
+ * reaches no upstream and no log; the key inside a malformed
  * key header is still the material the access line redacts.
  */
-describe('attack pass 2: the key split inside the URL, and keys in malformed key headers', () => {
+describe('the key split inside the URL, and keys in malformed key headers', () => {
   let upstream: RecordingUpstream;
   let t: TestGateway;
   let key: string;
@@ -322,7 +327,7 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
 
   before(async () => {
     ({ t, upstream, key, close } = await gatewayWithUpstream(
-      { rateLimit: { authFailures: { enabled: false } } },
+      { guards: { level: 'strict' }, rateLimit: { authFailures: { enabled: false } } },
       { company: 'split-co' },
     ));
   });
@@ -346,7 +351,7 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
     return find()!;
   }
 
-  test('finding 1: the presented key split over segments, matrix and query parts is 401 KEY_IN_URL, not forwarded, not logged', async () => {
+  test('the presented key split over segments, matrix and query parts is 401 KEY_IN_URL, not forwarded, not logged', async () => {
     const b = secretOf(key);
     const pct = (s: string) => [...s].map((c) => '%' + c.charCodeAt(0).toString(16)).join('');
     const cases: [string, string][] = [
@@ -387,7 +392,7 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
     upstream.received.length = 0;
   });
 
-  test('finding 5: a key in a malformed key header keeps its 401, and its copy in the path is not logged', async () => {
+  test('a key in a malformed key header keeps its 401, and its copy in the path is not logged', async () => {
     const victim = (await createCompanyAndKey(t.gw.service, 'victim-co')).key;
     const b = secretOf(victim);
     const headerSets: [string, [string, string][]][] = [
@@ -406,7 +411,7 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
     ];
     // Copies the URL guard cannot confirm before authentication (no valid checksum as written):
     // the upper-cased key in base64url, the lower-cased body. A checksum-valid base64url copy is
-    // refused KEY_IN_URL before authentication (final attack report F2, below).
+    // refused KEY_IN_URL before authentication.
     for (const [label, headers] of headerSets)
       for (const path of [
         `/notify/v1/send/${b64url(victim.toUpperCase())}`,
@@ -424,13 +429,13 @@ describe('attack pass 2: the key split inside the URL, and keys in malformed key
 });
 
 /**
- * Final attack report F2: a valid key (or its bare body) in base64 or hex in the URL, sent without
+ * A valid key (or its bare body) in base64 or hex in the URL, sent without
  * a key header or with another company's key, was answered 401 MISSING_KEY (404 unrouted), logged
  * verbatim and not flagged exposed. Now it is a key in the URL before authentication, like a plain
  * one: 401 KEY_IN_URL on a route, 404 elsewhere, the path redacted, the key flagged (one
  * `key.exposed` audit entry per request), nothing forwarded.
  */
-describe('final attack report F2: base64 and hex keys in the URL before authentication', () => {
+describe('base64 and hex keys in the URL before authentication', () => {
   let t: TestGateway, upstream: RecordingUpstream, close: (() => Promise<void>) | undefined;
   let victim: { id: string; key: string };
   /** Another company's valid key, presented in X-API-Key. */
@@ -438,7 +443,7 @@ describe('final attack report F2: base64 and hex keys in the URL before authenti
 
   before(async () => {
     const f = await gatewayWithUpstream(
-      { rateLimit: { authFailures: { enabled: false } } },
+      { guards: { level: 'strict' }, rateLimit: { authFailures: { enabled: false } } },
       { company: 'f2-co' },
     );
     ({ t, upstream, close } = f);
@@ -510,7 +515,7 @@ describe('final attack report F2: base64 and hex keys in the URL before authenti
     assert.ok(list.ok && list.value.find((k) => k.id === victim.id)?.exposedAt);
   });
 
-  test('the attack report’s three requests, as sent by curl', async () => {
+  test('three such requests, as curl sends them', async () => {
     const b64u = b64url(victim.key).replace(/=+$/, '');
     const hex = Buffer.from(victim.key).toString('hex');
     for (const [path, status] of [

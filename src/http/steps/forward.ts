@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
-import { createHeaderScrubber, matcherFor, type TrustedHeaderNames } from '../../proxy/trusted-headers.js';
-import { presentedKeyMatcher } from './presented-key-in-url.js';
-import { firstValue, isHttps } from '../forwarded.js';
+import { createHeaderScrubber, type TrustedHeaderNames } from '../../guards/header-scrub.js';
+import type { KeyMatcher } from '../../guards/key-material.js';
+import { isHttps, lastValue } from '../forwarded.js';
 import { assertHeaderName } from '../option-checks.js';
 
 /** A route's proxy (`createRouteProxy`): streams the request to the upstream and answers. */
@@ -20,6 +20,8 @@ export interface ForwardOptions {
   untrustedHeaders: readonly string[];
   /** Allow-list mode (`headers.allowFromClients`): only these client headers may pass; unset, all may. */
   allowedHeaders?: readonly string[];
+  /** The presented key's matcher, kept on `req.gw` (`createKeyMatcherOf`). */
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher;
   /** Each route's proxy by route prefix (the prefix routeMatch stored in `req.gw.route`). */
   proxies: ReadonlyMap<string, RouteProxyHandler>;
   /** The upstream call's span and its `traceparent` (OpenTelemetry); off by default. */
@@ -27,22 +29,22 @@ export interface ForwardOptions {
 }
 
 /**
- * Step 13, forward: replaces the client's headers by the scrubbed set (no key, no client copy of a
- * trusted header, no hop-by-hop), sets the trusted company headers, the request id and
- * `X-Forwarded-For/-Proto/-Host` (client values believed only from a trusted proxy), sends
- * `100 Continue` if the client waits for it, and hands the request to the route's proxy. (A URL
- * holding the presented key was refused right after authentication, `createPresentedKeyInUrl`.)
- * Needs `req.gw` with route, key and company.
+ * Step 14, forward: replaces the client's headers by the scrubbed set (no key material, no
+ * client-asserted or hop-by-hop header; `createHeaderScrubber`), sets the trusted company headers,
+ * the request id and `X-Forwarded-For/-Proto/-Host` (threat model: T3: a client's values are
+ * believed only from a trusted proxy, and then only the entry the nearest trusted hop appended, the
+ * rightmost, as for the client address), sends `100 Continue` if the client still waits for it, and
+ * hands the request to the route's proxy. Needs `req.gw` with route, key and company.
  *
  * @example
- * const forward = createForward({ headers: config.headers, untrustedHeaders: [], proxies });
+ * const forward = createForward({ headers: config.headers, untrustedHeaders: [], proxies, keyMatcherOf });
  */
 export function createForward(opts: ForwardOptions): RequestHandler {
   const h = opts.headers;
   for (const name of ['companyId', 'keyId', 'companyTier', 'requestId'] as const)
     assertHeaderName(h?.[name], `headers.${name}`);
   if (!(opts.proxies instanceof Map)) throw new TypeError('proxies must be a Map');
-  const proxies = opts.proxies;
+  const { proxies, keyMatcherOf } = opts;
   const scrubHeaders = createHeaderScrubber(h, opts.untrustedHeaders, opts.allowedHeaders);
   const tracing = opts.tracing ?? TRACING_OFF;
   return function forward(req, res, next) {
@@ -52,16 +54,13 @@ export function createForward(opts: ForwardOptions): RequestHandler {
     const expectContinue = /100-continue/i.test(req.headers.expect ?? '');
     const connection = req.headers.connection;
     if (typeof connection === 'string' && /(^|,)\s*close\s*(,|$)/i.test(connection)) st.clientClose = true;
-    // The URL was read for the presented key right after authentication (steps/presented-key-in-url.ts),
-    // which built the matcher once for both uses.
-    const keyMatcher = presentedKeyMatcher(req) ?? matcherFor(req.headers);
     // Read X-Forwarded-* and Host after scrubbing: nothing holding the key is echoed into them.
-    const headers = scrubHeaders(req.headers, st.peerTrusted, keyMatcher);
+    const headers = scrubHeaders(req.headers, st.peerTrusted, keyMatcherOf(req));
     const xff = headers['x-forwarded-for'];
     // Client-sent X-Forwarded-* are believed only from a trusted proxy; otherwise they are replaced.
     const forwardedFor = st.peerTrusted && typeof xff === 'string' && xff !== '' ? `${xff}, ${peer}` : peer;
     const proto = isHttps(req) ? 'https' : 'http';
-    const host = (st.peerTrusted && firstValue(headers['x-forwarded-host'])) || headers.host || '';
+    const host = (st.peerTrusted && lastValue(headers['x-forwarded-host'])) || headers.host || '';
     req.headers = headers; // http-proxy builds the upstream request from req.headers
     headers[h.companyId] = st.company!.id;
     headers[h.keyId] = st.key!.id;

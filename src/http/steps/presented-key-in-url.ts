@@ -1,15 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import {
-  holdsSplitCopy,
-  type KeyMaterialFinding,
-  type KeyMaterialMatcher,
-} from '../../proxy/key-material.js';
-import { matcherFor } from '../../proxy/trusted-headers.js';
+import type { KeyFinding, KeyMatcher } from '../../guards/key-material.js';
+import { holdsSplitCopy } from '../../guards/strict-material.js';
 import { deny } from '../deny.js';
 import { assertFunction } from '../option-checks.js';
 
 export interface PresentedKeyInUrlOptions {
+  /** The presented key's matcher, kept on `req.gw` (`createKeyMatcherOf`). */
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher;
   /**
    * Records the key in the URL and counts the failure (see `createKeyInUrlNotes`): 0, or the
    * seconds the address must wait when its failed-authentication budget is used.
@@ -17,40 +15,28 @@ export interface PresentedKeyInUrlOptions {
   noteKeyInUrl: (req: IncomingMessage, candidates: string[]) => number;
 }
 
-/** Each request's matcher, built once here and read again by the forward step. */
-const matchers = new WeakMap<IncomingMessage, KeyMaterialMatcher>();
-
-/** The presented key's matcher built by the presented-key step, if it ran for `req`. */
-export function presentedKeyMatcher(req: IncomingMessage): KeyMaterialMatcher | undefined {
-  return matchers.get(req);
-}
-
 /**
- * Step 9, the presented key in the URL, right after authentication and before scopes, limits and
- * forwarding: the key is known now, so the URL is read with the key-material matcher (its secret
- * body alone, any case, separators, base64, hex, deep %-encoding; any other valid key), and for
- * the secret split into pieces over segments, matrix parameters and query names and values
- * (`holdsSplitCopy`: pieces of ≥ 8 characters covering 24, any order, after decoding). A find is
- * 401 `KEY_IN_URL` (429 `AUTH_RATE_LIMITED` with `Retry-After` when the address has just used its
- * failed-authentication budget), noted — counted, and the key flagged exposed — and its path never
- * logged, whatever a later step would have answered (403 scope, 429 limit); 400 when the URL's
- * escapes go deeper than the matcher reads. A clean URL is marked so the access line need not read
- * it again. Needs `req.gw` with the key.
+ * Step 9, the presented key in the URL (threat model: T1), right after authentication and before
+ * scopes, limits and forwarding: the key is known now, so the URL is read with its matcher (at the
+ * default level: the key as sent, %-decoded or in base64; at the strict level also every deeper
+ * form and the secret split over URL parts, `holdsSplitCopy`). A find is 401 `KEY_IN_URL` (429
+ * `AUTH_RATE_LIMITED` with `Retry-After` when the address has just used its budget), noted (counted,
+ * the key flagged exposed) and its path never logged, whatever a later step would have answered; 400
+ * when the URL's escapes go deeper than the strict matcher reads. A clean URL is marked so the
+ * access line need not read it again. Needs `req.gw` with the key.
  *
  * @example
- * const presentedKeyInUrl = createPresentedKeyInUrl({ noteKeyInUrl });
+ * const presentedKeyInUrl = createPresentedKeyInUrl({ keyMatcherOf, noteKeyInUrl });
  */
 export function createPresentedKeyInUrl(opts: PresentedKeyInUrlOptions): RequestHandler {
+  assertFunction(opts.keyMatcherOf, 'keyMatcherOf');
   assertFunction(opts.noteKeyInUrl, 'noteKeyInUrl');
-  const { noteKeyInUrl } = opts;
+  const { keyMatcherOf, noteKeyInUrl } = opts;
   return function presentedKeyInUrl(req, res, next) {
     const st = req.gw;
-    const m = matcherFor(req.headers);
-    matchers.set(req, m); // the forward step scrubs headers with the same matcher
-    let inUrl: KeyMaterialFinding | null = m.find(req.url);
-    // The secret split over segments, matrix parameters, query names and values (any order).
-    if (inUrl === null && holdsSplitCopy(m, req.url))
-      inUrl = { keys: [String(req.headers['x-api-key'])], undecided: false };
+    const m = keyMatcherOf(req);
+    let inUrl: KeyFinding | null = m.find(req.url);
+    if (inUrl === null && holdsSplitCopy(m, req.url)) inUrl = { keys: [m.key], undecided: false };
     if (inUrl === null) {
       st.urlHoldsNoPresentedKey = true;
       return next();

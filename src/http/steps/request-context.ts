@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import type { RequestHandler } from 'express';
 import proxyAddr from 'proxy-addr';
 import { routeStatusCache, statusClass, type GatewayMetrics } from '../../observability/metrics.js';
 import { unredactedChild, type Logger } from '../../observability/logger.js';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
-import { mayHoldKey } from '../../proxy/key-material.js';
+import type { KeyMatcher } from '../../guards/key-material.js';
+import type { UrlKeyCheck } from '../../guards/url-key-guard.js';
 import type { RequestState } from '../../request-state.js';
-import { assertBoolean, assertHeaderName } from '../option-checks.js';
-import type { UrlKeyCheck } from '../../auth/url-key-guard.js';
+import { assertBoolean, assertFunction, assertHeaderName } from '../option-checks.js';
 import { createLoggedPath } from '../logged-path.js';
 import { pathOf } from '../request-url.js';
 
@@ -19,12 +20,10 @@ export interface RequestContextOptions {
   acceptClientRequestId: boolean;
   /** Addresses or CIDRs whose X-Forwarded-* headers are believed (proxy-addr syntax). */
   trustedProxies: readonly string[];
-  /** Longest key the gateway accepts (`keys.maxLength`): bounds the key-material check. */
-  keyMaxLength: number;
-  /** `keys.acceptLegacyFormat`: copies of a presented legacy key are redacted from the logged path too. */
-  acceptLegacyKeys?: boolean;
+  /** The presented key's matcher (`createKeyMatcherOf`): client values logged or echoed are checked with it. */
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher;
   /** The URL key guard: a logged path it was not run on is checked with it (see `createLoggedPath`). */
-  checkUrlForKey?: (url: string) => UrlKeyCheck;
+  checkUrlForKey: (url: string) => UrlKeyCheck;
   /** Write one info-level line per request (probes at debug level). */
   accessLog: boolean;
   logger: Logger;
@@ -40,55 +39,56 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * Step 1, request context: sets `req.gw` (request id, client address, whether the peer is a trusted
  * proxy, route `-`), answers the request id header, and on close counts the request and writes the
- * access log line. Never stops a request. Throws at creation on invalid options (proxy-addr throws
- * for an invalid trusted address).
+ * access log line. Never stops a request. Every client value it logs or echoes goes through the
+ * request's key-material check first (threat model: T5): an accepted client request id (else a new
+ * one), a trusted proxy's `tracestate` entries; the client address from a trusted proxy's
+ * `X-Forwarded-For` must be an IP address (else the peer's is used); the logged path follows
+ * `createLoggedPath`. Throws at creation on invalid options (proxy-addr throws for an invalid
+ * trusted address).
  *
  * @example
  * const requestContext = createRequestContext({ requestIdHeader: 'x-request-id', acceptClientRequestId: false,
- *   trustedProxies: [], keyMaxLength: 256, accessLog: true, logger, metrics });
+ *   trustedProxies: [], keyMatcherOf, checkUrlForKey, accessLog: true, logger, metrics });
  */
 export function createRequestContext(opts: RequestContextOptions): RequestHandler {
   assertHeaderName(opts.requestIdHeader, 'requestIdHeader');
   assertBoolean(opts.acceptClientRequestId, 'acceptClientRequestId');
   assertBoolean(opts.accessLog, 'accessLog');
-  if (!Number.isInteger(opts.keyMaxLength) || opts.keyMaxLength < 1)
-    throw new TypeError('keyMaxLength must be a positive integer');
+  assertFunction(opts.keyMatcherOf, 'keyMatcherOf');
+  assertFunction(opts.checkUrlForKey, 'checkUrlForKey');
   if (!Array.isArray(opts.trustedProxies)) throw new TypeError('trustedProxies must be an array');
-  const { requestIdHeader, acceptClientRequestId, metrics } = opts;
+  const { requestIdHeader, acceptClientRequestId, metrics, keyMatcherOf } = opts;
   const trust = opts.trustedProxies.length ? proxyAddr.compile([...opts.trustedProxies]) : null;
   const requestsBy = routeStatusCache(metrics.requests, String);
   const durationBy = routeStatusCache(metrics.duration, statusClass);
   const logRequest = createAccessLog(
     opts.logger,
-    createLoggedPath({
-      checkUrlForKey: opts.checkUrlForKey,
-      keyMaxLength: opts.keyMaxLength,
-      acceptLegacyKeys: opts.acceptLegacyKeys ?? false,
-    }),
-    opts.keyMaxLength,
+    createLoggedPath({ checkUrlForKey: opts.checkUrlForKey, keyMatcherOf }),
+    keyMatcherOf,
   );
   const tracing = opts.tracing ?? TRACING_OFF;
 
   return function requestContext(req, res, next) {
-    const clientId = acceptClientRequestId ? req.headers[requestIdHeader] : undefined;
-    // A client id that carries the key would put it in every log line and upstream request.
-    const id =
-      typeof clientId === 'string' &&
-      REQUEST_ID_PATTERN.test(clientId) &&
-      !mayHoldKey(clientId, req.headers['x-api-key'], opts.keyMaxLength)
-        ? clientId
-        : randomUUID();
     const peer = req.socket.remoteAddress ?? '';
     const peerTrusted = trust !== null && trust(peer, 0);
+    // proxy-addr returns whatever the list holds where the trusted hops end: only an address is one.
+    const forwarded = peerTrusted ? proxyAddr(req, trust) : peer;
     const state: RequestState = {
-      id,
+      id: '',
       start: process.hrtime.bigint(),
-      clientIp: peerTrusted ? proxyAddr(req, trust) : peer,
+      clientIp: isIP(forwarded) !== 0 ? forwarded : peer,
       peerTrusted,
       route: '-',
     };
     req.gw = state;
-    if (tracing.on) tracing.startRequest(state, req);
+    const clientId = acceptClientRequestId ? req.headers[requestIdHeader] : undefined;
+    // A client id that carries a key would put it in every log line and upstream request.
+    const id =
+      typeof clientId === 'string' && REQUEST_ID_PATTERN.test(clientId) && !keyMatcherOf(req).holds(clientId)
+        ? clientId
+        : randomUUID();
+    state.id = id;
+    if (tracing.on) tracing.startRequest(state, req, (text) => keyMatcherOf(req).holds(text));
     res.setHeader(requestIdHeader, id);
     metrics.inflight.inc();
     res.once('close', () => {
@@ -136,7 +136,7 @@ type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | 
 function createAccessLog(
   parent: Logger,
   loggedPath: (req: IncomingMessage, st: RequestState) => string,
-  keyMaxLength: number,
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher,
 ) {
   const logger = unredactedChild(parent);
   return function logRequest(
@@ -168,7 +168,7 @@ function createAccessLog(
       error: state.error,
       denyReason: state.denyReason,
       clientIp: state.clientIp,
-      userAgent: loggedUserAgent(req, keyMaxLength),
+      userAgent: loggedUserAgent(req, keyMatcherOf),
       bytesIn: bytes.in,
       bytesOut: bytes.out,
       trace_id: traceId,
@@ -186,16 +186,19 @@ const KEY_SHAPED = /nk_[a-z][a-z0-9]{1,15}_|[0-9A-Za-z]{32}/;
 
 /**
  * The request's `User-Agent` for the access line: a client-supplied value, so checked like every
- * logged client value (threat model T5): no key shape, and no material of the presented key
- * (`mayHoldKey`); a longer one than 512 characters is not logged. The string is the header's own
- * (no copy). Absent when the client sent none.
+ * logged client value (threat model T5) with the request's key-material check (`keyMatcherOf`,
+ * made once per request and shared with the other steps), and for any key's shape; a longer one
+ * than 512 characters is not logged. The string is the header's own (no copy). Absent when the
+ * client sent none.
  */
-function loggedUserAgent(req: IncomingMessage, keyMaxLength: number): string | undefined {
+function loggedUserAgent(
+  req: IncomingMessage,
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher,
+): string | undefined {
   const ua = req.headers['user-agent'];
   if (ua === undefined || ua === '') return undefined;
   if (ua.length > MAX_USER_AGENT) return USER_AGENT_NOT_LOGGED.tooLong;
-  if (KEY_SHAPED.test(ua) || mayHoldKey(ua, req.headers['x-api-key'], keyMaxLength))
-    return USER_AGENT_NOT_LOGGED.key;
+  if (KEY_SHAPED.test(ua) || keyMatcherOf(req).holds(ua)) return USER_AGENT_NOT_LOGGED.key;
   return ua;
 }
 

@@ -17,7 +17,8 @@ export interface TransportGuardOptions {
 /**
  * Step 5, transport rules: an unsafe path (dot segments, `//`, backslash, NUL, absolute-form) →
  * 400 `BAD_REQUEST` (connection closed); plain HTTP when HTTPS is required → 403 `HTTPS_REQUIRED`;
- * a browser caller when refused → 403 `BROWSER_REQUEST`. Needs `req.gw`.
+ * a browser caller when refused → 403 `BROWSER_REQUEST` (threat model: T2, T6, and T1: a key in a
+ * browser page is exposed to whoever views it). Needs `req.gw`.
  *
  * @example
  * const transportGuard = createTransportGuard({ requireHttps: false, refuseBrowserRequests: true, checkAndNoteKeyInUrl });

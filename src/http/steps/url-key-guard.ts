@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import type { UrlKeyCheck } from '../../auth/url-key-guard.js';
+import type { UrlKeyCheck } from '../../guards/url-key-guard.js';
 import { deny } from '../deny.js';
 import { assertFunction } from '../option-checks.js';
 
@@ -15,11 +15,12 @@ export interface UrlKeyGuardOptions {
 }
 
 /**
- * Step 7, a key in the URL is refused, never forwarded: 401 `KEY_IN_URL` (one failed
- * authentication of the address's budget, counted before answering), or 429 `AUTH_RATE_LIMITED`
- * with `Retry-After` when the address has used its budget. Either way the key is noted. A URL
- * parameter that overrides the method (`_method=DELETE`) is refused 400 `METHOD_OVERRIDE_IN_URL`. Needs
- * `req.gw`. (Named `…Step` apart from `createUrlKeyGuard` in src/auth, the pure check it runs.)
+ * Step 7 (threat model: T1, T2), a key in the URL is refused, never forwarded: 401 `KEY_IN_URL`
+ * (one failed authentication of the address's budget, counted before answering), or 429
+ * `AUTH_RATE_LIMITED` with `Retry-After` when the address has used its budget. Either way the key is
+ * noted. A URL parameter that overrides the method (`_method=DELETE`) is refused 400
+ * `METHOD_OVERRIDE_IN_URL`. Needs `req.gw`. (Named `…Step` apart from `createUrlKeyGuard` in
+ * src/guards, the pure check it runs.)
  *
  * @example
  * const urlKeyGuard = createUrlKeyGuardStep({ checkUrlForKey, noteKeyInUrl });

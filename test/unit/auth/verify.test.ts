@@ -475,6 +475,22 @@ describe('KeyVerifier: every denial, as a value', () => {
     assert.equal(r.key?.id, 'key_1');
   });
 
+  test('disabled: INVALID_KEY (reason disabled) on both paths, until disabledAt is cleared; then it verifies again', async () => {
+    const f = await setup();
+    const toggle = async (disabledAt: string | null) => {
+      await f.probe.inner.updateKey(f.record.id, { disabledAt });
+      await f.probe.inner.publish({ kind: 'key', hash: f.record.hash });
+    };
+    await toggle(isoSeconds(T0));
+    const r = await f.verifier.verify(f.key);
+    assert.ok(!r.ok);
+    assert.equal(`${r.code}/${r.reason}`, 'INVALID_KEY/disabled');
+    const cached = f.verifier.verifyCached(f.key);
+    assert.equal(cached !== undefined && !cached.ok && cached.reason, 'disabled');
+    await toggle(null);
+    assert.ok((await f.verifier.verify(f.key)).ok, 'enabled again');
+  });
+
   test('a revocation scheduled after the expiry: expired until the revocation time, then revoked', async () => {
     const f = await setup();
     await replaceRecords(f, [

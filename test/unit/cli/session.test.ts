@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CliExit, type CliContext } from '../../../src/cli/io.js';
-import { manage, type Session } from '../../../src/cli/session.js';
+import { manage, type Session, type StoreSession } from '../../../src/cli/session.js';
 import { testIo, writeFileStoreSetup } from '../../helpers/cli-run.js';
 
 function context(config: string): { ctx: CliContext; out: string[]; err: string[] } {
@@ -34,7 +34,8 @@ describe('manage', () => {
     assert.deepEqual(out, ['acme\n']);
     assert.deepEqual(err, ['note: from the key file\n']);
     assert.match(seen!.actor, /^cli:\S+$/);
-    assert.equal(seen!.config.store.type, 'file');
+    assert.equal((seen as StoreSession).config.store.type, 'file');
+    assert.equal(seen!.via, 'file');
   });
 
   test('--json: toJson of the value, indented', async () => {

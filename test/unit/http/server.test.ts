@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
-import type { Server, ServerResponse } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -203,6 +204,40 @@ describe('createGatewayServer and createAdminServer over TLS', () => {
       assert.match(refused.hsts ?? '', /max-age=/);
     });
   }
+
+  test('over TLS too, an answer in flight when the drain begins says Connection: close', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    let arrived: () => void = () => undefined;
+    const inApp = new Promise<void>((r) => (arrived = r));
+    const server = createGatewayServer(
+      serverSettings(),
+      (_req, res) => {
+        arrived();
+        void held.then(() => res.end('done'));
+      },
+      tls,
+    );
+    const port = await started(server);
+    const agent = new HttpsAgent({ keepAlive: true, rejectUnauthorized: false });
+    try {
+      const answer = new Promise<string | undefined>((resolve, reject) => {
+        const req = httpsRequest({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.headers.connection));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      await inApp;
+      const drained = drain(server, 5000);
+      release();
+      assert.equal(await answer, 'close');
+      await drained;
+    } finally {
+      agent.destroy();
+    }
+  });
 });
 
 describe('createAdminServer', () => {
@@ -253,5 +288,35 @@ describe('listen and drain', () => {
     await stuckInApp;
     await drain(stuck, 50);
     assert.equal(await cut, 'cut');
+  });
+
+  test('while draining, both servers answer with Connection: close, also a keep-alive request on a connection opened before', async () => {
+    for (const make of [
+      (app: (req: IncomingMessage, res: ServerResponse) => void) => createAdminServer(app),
+      (app: (req: IncomingMessage, res: ServerResponse) => void) =>
+        createGatewayServer(serverSettings(), app),
+    ]) {
+      const server = make(countingApp().app);
+      const port = await started(server);
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const get = () =>
+        new Promise<{ connection: string | undefined; reused: boolean }>((resolve, reject) => {
+          const req = httpRequest({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ connection: res.headers.connection, reused: req.reusedSocket }));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      try {
+        assert.equal((await get()).connection, 'keep-alive');
+        const drained = drain(server, 5000);
+        assert.deepEqual(await get(), { connection: 'close', reused: true });
+        await drained;
+        assert.equal(server.listening, false);
+      } finally {
+        agent.destroy();
+      }
+    }
   });
 });

@@ -7,11 +7,6 @@ import {
   methodRuleOf,
   REFUSED_METHODS,
 } from '../../../src/proxy/routes.js';
-import {
-  createHeaderScrubber,
-  normaliseHeaderName,
-  scrubResponseHeaders,
-} from '../../../src/proxy/trusted-headers.js';
 
 describe('route method rules', () => {
   test('the default list, GET implying HEAD, config order kept, refused methods never allowed', () => {
@@ -101,100 +96,6 @@ describe('route matching', () => {
       '/notify/v1/a%3bb',
     ])
       assert.equal(isSafeRequestPath(p), true, p);
-  });
-});
-
-const KEY = 'nk_live_0123456789abcdefghijABCDEFGHIJ0123456789';
-
-describe('trusted header scrubbing', () => {
-  const scrub = createHeaderScrubber({
-    companyId: 'x-company-id',
-    keyId: 'x-api-key-id',
-    companyTier: 'x-company-tier',
-    requestId: 'x-request-id',
-  });
-  test('removes the key, trusted headers in any form, X-Forwarded-*, hop-by-hop and Connection-named headers', () => {
-    const h: Record<string, string> = {
-      host: 'a',
-      'x-api-key': KEY,
-      'x-company-id': 'evil',
-      x_company_id: 'evil',
-      'x-company_tier': 'evil',
-      'x-api-key-id': 'evil',
-      'x-request-id': 'evil',
-      'x-forwarded-for': '1.1.1.1',
-      forwarded: 'for=x',
-      connection: 'keep-alive, x-custom, host, content-length',
-      'x-custom': 'v',
-      'keep-alive': 'timeout=5',
-      te: 'trailers',
-      trailer: 'x-company-id',
-      expect: '100-continue',
-      'content-length': '3',
-      'content-type': 'application/json',
-      'x-other': 'kept',
-    };
-    const before = { ...h };
-    const out = scrub(h);
-    assert.deepEqual(h, before, 'the client view is not changed');
-    assert.deepEqual(out, {
-      host: 'a',
-      'content-length': '3',
-      'content-type': 'application/json',
-      'x-other': 'kept',
-    });
-  });
-  test('the X-Forwarded-* family: dropped from untrusted peers; from trusted ones only the canonical spelling', () => {
-    const h = {
-      'x-forwarded-for': '1.1.1.1',
-      x_forwarded_for: '6.6.6.6',
-      'x-forwarded-port': '443',
-      'x-forwarded-prefix': '/admin',
-      'x-original-url': '/admin',
-      'x-http-method-override': 'DELETE',
-      'proxy-authorization': 'Basic x',
-    };
-    assert.deepEqual(scrub(h), {});
-    assert.deepEqual(scrub(h, true), { 'x-forwarded-for': '1.1.1.1', 'x-forwarded-port': '443' });
-  });
-  test('extra names and prefixes', () => {
-    const s = createHeaderScrubber({ companyId: 'a', keyId: 'b', companyTier: 'c', requestId: 'd' }, [
-      'x-sig',
-      'x-extra-*',
-    ]);
-    assert.deepEqual(s({ 'x-sig': '1', x_sig: '1', 'x-extra-a': '1', x_extra_b: '1', 'x-extras': 'kept' }), {
-      'x-extras': 'kept',
-    });
-  });
-  test('the key: a header holding it is dropped, a cookie loses only the pair holding it', () => {
-    const out = scrub({
-      'x-api-key': KEY,
-      authorization: `Bearer ${KEY}`,
-      cookie: `a=1; k=${encodeURIComponent(KEY)}; b=2`,
-      'x-other': 'kept',
-    });
-    assert.deepEqual(out, { cookie: 'a=1; b=2', 'x-other': 'kept' });
-  });
-  test('response: Connection-named, hop-by-hop and plain chunked Transfer-Encoding removed in place', () => {
-    const h: Record<string, string> = {
-      connection: 'close, X-Debug, x_internal',
-      'x-debug': '1',
-      x_internal: '1',
-      'keep-alive': 'timeout=5',
-      'proxy-authenticate': 'Basic',
-      upgrade: 'h2c',
-      trailer: 'x-sum',
-      'transfer-encoding': 'chunked',
-      'content-type': 'text/plain',
-    };
-    scrubResponseHeaders(h);
-    assert.deepEqual(h, { 'content-type': 'text/plain' });
-    const gz: Record<string, string> = { 'transfer-encoding': 'gzip, chunked' };
-    scrubResponseHeaders(gz);
-    assert.deepEqual(gz, { 'transfer-encoding': 'gzip, chunked' }, 'other codings stay: the body is in them');
-  });
-  test('normalised names', () => {
-    assert.equal(normaliseHeaderName('X_Company_ID'), 'x-company-id');
   });
 });
 
@@ -464,9 +365,9 @@ describe('isSafeRequestPath: the round-by-round decoding, at its edges', () => {
   });
 });
 
-describe('attack report F6: dot-like segments and Unicode separators', () => {
+describe('dot-like segments and Unicode separators', () => {
   /**
-   * Attack report F6: segments that an upstream trimming trailing spaces, dots or tabs (Windows,
+   * Segments that an upstream trimming trailing spaces, dots or tabs (Windows,
    * IIS) or applying NFKC resolves to `.` or `..`, and NFKC forms of `/` and `\`.
    */
 
@@ -508,7 +409,7 @@ describe('attack report F6: dot-like segments and Unicode separators', () => {
     '..%2509',
   ];
 
-  describe('dot-like segments and Unicode separators (F6)', () => {
+  describe('each shape, raw and escaped', () => {
     for (const seg of [...REPORTED, ...SIBLINGS])
       test(`${seg} is refused, inside the path and at its end`, () => {
         assert.equal(isSafeRequestPath(`${scoped}${seg}/otps`), false);
@@ -590,7 +491,7 @@ describe('attack report F6: dot-like segments and Unicode separators', () => {
   });
 });
 
-describe('attack report 2, finding 3: dot segments padded with characters some runtime trims or ignores', () => {
+describe('dot segments padded with characters some runtime trims or ignores', () => {
   const scoped = '/notify/v1/health/';
   const pct = (s: string) =>
     [...Buffer.from(s, 'utf8')].map((b) => '%' + b.toString(16).padStart(2, '0')).join('');

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { generateApiKey } from '../../../../src/auth/api-key.js';
+import { createKeyMatcherOf } from '../../../../src/guards/key-material.js';
 import { createForward } from '../../../../src/http/steps/forward.js';
 import { createRouteProxy } from '../../../../src/proxy/route-proxy.js';
 import type { RequestState } from '../../../../src/request-state.js';
@@ -14,6 +16,7 @@ const HEADERS = {
   companyTier: 'x-company-tier',
   requestId: 'x-request-id',
 };
+const keyMatcherOf = createKeyMatcherOf('default', { maxLength: 256, acceptLegacy: false });
 const servers: StepServer[] = [];
 const agent = new Agent({ keepAlive: true });
 let upstream: RecordingUpstream;
@@ -33,6 +36,7 @@ async function start(state: Partial<RequestState> = {}) {
     headers: HEADERS,
     untrustedHeaders: ['x-gateway-signature'],
     proxies: new Map([['/notify/v1', proxy]]),
+    keyMatcherOf,
   });
   const srv = await serveStep(step, {
     state: { id: 'req-1', route: '/notify/v1', key: testKey(), company: testCompany(), ...state },
@@ -88,7 +92,7 @@ describe('forward step', () => {
     await send(srv.port, '/notify/v1/x', {
       headers: {
         'X-Forwarded-For': '203.0.113.9',
-        'X-Forwarded-Host': 'api.example, other',
+        'X-Forwarded-Host': 'api.example',
         'X-Forwarded-Proto': 'https',
       },
     });
@@ -96,6 +100,44 @@ describe('forward step', () => {
     assert.equal(got.headers['x-forwarded-for'], '203.0.113.9, 127.0.0.1');
     assert.equal(got.headers['x-forwarded-host'], 'api.example');
     assert.equal(got.headers['x-forwarded-proto'], 'https');
+  });
+
+  test('a list from a trusted proxy: the entry the nearest hop appended (the last) decides, not the client’s claim', async () => {
+    upstream.received.length = 0;
+    const srv = await start({ peerTrusted: true });
+    await send(srv.port, '/notify/v1/x', {
+      headers: [
+        ['X-Forwarded-Host', 'evil.example, api.example'],
+        ['X-Forwarded-Proto', 'https, http'],
+      ],
+    });
+    const got = upstream.received[0]!;
+    assert.equal(got.headers['x-forwarded-host'], 'api.example');
+    assert.equal(got.headers['x-forwarded-proto'], 'http');
+    // Sent twice, Node joins the lines: the last line's last entry.
+    upstream.received.length = 0;
+    await send(srv.port, '/notify/v1/x', {
+      headers: [
+        ['X-Forwarded-Proto', 'https'],
+        ['X-Forwarded-Proto', 'http'],
+      ],
+    });
+    assert.equal(upstream.received[0]!.headers['x-forwarded-proto'], 'http');
+  });
+
+  test('Host and X-Forwarded-Host holding a key are not echoed into X-Forwarded-Host', async () => {
+    upstream.received.length = 0;
+    const srv = await start({ peerTrusted: true });
+    const key = generateApiKey('live');
+    await send(srv.port, '/notify/v1/x', {
+      headers: [
+        ['X-API-Key', key],
+        ['X-Forwarded-Host', key],
+      ],
+    });
+    const got = upstream.received[0]!;
+    assert.equal(got.headers['x-forwarded-host'], `127.0.0.1:${srv.port}`);
+    assert.ok(!JSON.stringify(got.rawHeaders).includes(key.slice(8, 40)));
   });
 
   test('Connection: close from the client is remembered and honoured on the answer', async () => {
@@ -147,11 +189,12 @@ describe('forward step', () => {
           headers: { ...HEADERS, keyId: 'X-Api-Key-Id' },
           untrustedHeaders: [],
           proxies: new Map(),
+          keyMatcherOf,
         }),
       /headers.keyId must be a lowercase header name/,
     );
     assert.throws(
-      () => createForward({ headers: HEADERS, untrustedHeaders: [], proxies: {} as never }),
+      () => createForward({ headers: HEADERS, untrustedHeaders: [], proxies: {} as never, keyMatcherOf }),
       /proxies must be a Map/,
     );
   });

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
 import { after, describe, test } from 'node:test';
 import { generateApiKey } from '../../../../src/auth/api-key.js';
+import { DEFAULT_METHOD_OVERRIDE_PARAMS, DEFAULT_URL_KEY_PARAMS } from '../../../../src/config/schema.js';
+import { createKeyMatcherOf } from '../../../../src/guards/key-material.js';
+import { createUrlKeyGuard } from '../../../../src/guards/url-key-guard.js';
 import { ACCESS_LINE_FIELDS, createRequestContext } from '../../../../src/http/steps/request-context.js';
 import { REDACTED_NAMES } from '../../../../src/observability/logger.js';
 import { createMetrics } from '../../../../src/observability/metrics.js';
@@ -9,6 +12,17 @@ import { eventually, send } from '../../../helpers/http.js';
 import { captureLogger, serveStep, seriesValue, type StepServer } from '../../../helpers/step-server.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The key checks as app.ts passes them, at the default level. */
+const GUARDS = {
+  keyMatcherOf: createKeyMatcherOf('default', { maxLength: 256, acceptLegacy: false }),
+  checkUrlForKey: createUrlKeyGuard({
+    paramNames: DEFAULT_URL_KEY_PARAMS,
+    overrideNames: DEFAULT_METHOD_OVERRIDE_PARAMS,
+    maxParams: 256,
+    maxPathSegments: 128,
+    level: 'default',
+  }),
+};
 
 async function start(over: Partial<Parameters<typeof createRequestContext>[0]> = {}) {
   const log = captureLogger();
@@ -17,7 +31,7 @@ async function start(over: Partial<Parameters<typeof createRequestContext>[0]> =
     requestIdHeader: 'x-request-id',
     acceptClientRequestId: false,
     trustedProxies: [],
-    keyMaxLength: 256,
+    ...GUARDS,
     accessLog: true,
     logger: log.logger,
     metrics,
@@ -53,6 +67,31 @@ describe('request context step', () => {
     assert.match(String(leaked.headers['x-request-id']), UUID);
     const fine = await send(srv.port, '/x', { headers: { 'X-API-Key': key, 'X-Request-Id': 'trace-42' } });
     assert.equal(fine.headers['x-request-id'], 'trace-42');
+  });
+
+  test('a client request id that carries any key, raw or %-encoded, is not adopted (echoed and logged fields)', async () => {
+    const { srv } = await start({ acceptClientRequestId: true });
+    const key = generateApiKey('live');
+    const other = generateApiKey('test');
+    for (const [presented, id] of [
+      [key, `req-${key.slice(8)}`],
+      [key, other],
+      ['', `x-${other}`],
+    ] as const) {
+      const r = await send(srv.port, '/x', {
+        headers: presented ? { 'X-API-Key': presented, 'X-Request-Id': id } : { 'X-Request-Id': id },
+      });
+      assert.match(String(r.headers['x-request-id']), UUID, id);
+    }
+  });
+
+  test('the client address from a trusted proxy must be an address; anything else is the peer', async () => {
+    const { srv, log } = await start({ trustedProxies: ['127.0.0.1'] });
+    const key = generateApiKey('live');
+    await send(srv.port, '/a', { headers: { 'X-Forwarded-For': `${key}` } });
+    assert.equal(srv.reached[0]!.gw!.clientIp, '127.0.0.1');
+    await eventually(async () => log.lines().some((l) => l.msg === 'request'), 2000);
+    assert.ok(!JSON.stringify(log.lines()).includes(key.slice(8)));
   });
 
   test('sets the request state and answers a fresh request id, ignoring the client one', async () => {
@@ -145,7 +184,7 @@ describe('request context step', () => {
       requestIdHeader: 'x-request-id',
       acceptClientRequestId: false,
       trustedProxies: [],
-      keyMaxLength: 256,
+      ...GUARDS,
       accessLog: true,
       logger: log.logger,
       metrics: createMetrics({ processMetrics: false }),
@@ -202,12 +241,12 @@ describe('request context step', () => {
       requestIdHeader: 'x-request-id',
       acceptClientRequestId: false,
       trustedProxies: [],
-      keyMaxLength: 256,
+      ...GUARDS,
       accessLog: true,
       logger,
       metrics,
     };
-    assert.throws(() => createRequestContext({ ...base, keyMaxLength: 0 }), TypeError);
+    assert.throws(() => createRequestContext({ ...base, keyMatcherOf: undefined as never }), TypeError);
     assert.throws(() => createRequestContext({ ...base, requestIdHeader: 'X-Request-Id' }), TypeError);
     assert.throws(() => createRequestContext({ ...base, requestIdHeader: '' }), TypeError);
     assert.throws(() => createRequestContext({ ...base, trustedProxies: ['not an address'] }));
@@ -221,7 +260,7 @@ async function startKeyInUrl() {
     requestIdHeader: 'x-request-id',
     acceptClientRequestId: false,
     trustedProxies: [],
-    keyMaxLength: 256,
+    ...GUARDS,
     accessLog: true,
     logger: log.logger,
     metrics: createMetrics({ processMetrics: false }),

@@ -64,9 +64,12 @@ describe('transport guard step', () => {
     assert.equal(untrusted.reached.length, 0);
 
     const trusted = (await start({ requireHttps: true }, { peerTrusted: true })).srv;
-    const vouched = await send(trusted.port, '/a', { headers: { 'X-Forwarded-Proto': 'HTTPS, http' } });
+    // The entry the trusted hop appended, the last, decides; a client's claim before it does not.
+    const vouched = await send(trusted.port, '/a', { headers: { 'X-Forwarded-Proto': 'http, HTTPS' } });
     assert.equal(vouched.status, 200);
     assert.equal((await send(trusted.port, '/a', { headers: { 'X-Forwarded-Proto': 'http' } })).status, 403);
+    const claimed2 = await send(trusted.port, '/a', { headers: { 'X-Forwarded-Proto': 'https, http' } });
+    assert.equal(claimed2.status, 403, 'a client-claimed https before the hop’s http');
     assert.equal(trusted.reached.length, 1);
   });
 

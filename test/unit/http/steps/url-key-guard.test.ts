@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createUrlKeyGuard } from '../../../../src/auth/url-key-guard.js';
-import { DEFAULT_URL_KEY_PARAMS } from '../../../../src/config/schema.js';
+import { DEFAULT_METHOD_OVERRIDE_PARAMS, DEFAULT_URL_KEY_PARAMS } from '../../../../src/config/schema.js';
+import { createUrlKeyGuard, type UrlKeyCheck } from '../../../../src/guards/url-key-guard.js';
 import { createKeyInUrlNotes } from '../../../../src/http/key-in-url.js';
 import { createUrlKeyGuardStep } from '../../../../src/http/steps/url-key-guard.js';
 import { createMetrics } from '../../../../src/observability/metrics.js';
@@ -16,7 +16,13 @@ after(() => Promise.all(servers.map((s) => s.close())));
 async function start(authFailures: AuthFailureLimiter | null) {
   const exposed: { url: string; candidates: string[] }[] = [];
   const metrics = createMetrics({ processMetrics: false });
-  const checkUrlForKey = createUrlKeyGuard(DEFAULT_URL_KEY_PARAMS);
+  const checkUrlForKey = createUrlKeyGuard({
+    paramNames: DEFAULT_URL_KEY_PARAMS,
+    overrideNames: DEFAULT_METHOD_OVERRIDE_PARAMS,
+    maxParams: 256,
+    maxPathSegments: 128,
+    level: 'default',
+  });
   const { noteKeyInUrl } = createKeyInUrlNotes({
     checkUrlForKey,
     authFailures,
@@ -92,7 +98,7 @@ describe('URL key guard step', () => {
       /checkUrlForKey must be a function/,
     );
     assert.throws(
-      () => createUrlKeyGuardStep({ checkUrlForKey: () => ({ found: false }), noteKeyInUrl: 1 as never }),
+      () => createUrlKeyGuardStep({ checkUrlForKey: () => ({}) as UrlKeyCheck, noteKeyInUrl: 1 as never }),
       /noteKeyInUrl must be a function/,
     );
   });
