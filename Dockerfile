@@ -19,6 +19,9 @@ RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no
 # ---- runtime
 FROM node:22-alpine
 ENV NODE_ENV=production
+# gateway_build_info's commit label: docker build --build-arg GATEWAY_COMMIT=$(git rev-parse HEAD) .
+ARG GATEWAY_COMMIT=""
+ENV GATEWAY_COMMIT=$GATEWAY_COMMIT
 WORKDIR /app
 # Files stay owned by root: the `node` user can read the code and the shipped config but not
 # change them. config/ must sit beside dist/ (the loader finds default.yaml at dist/../config).

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +24,7 @@ import {
   createKeyFileMetrics,
   createMetrics,
   createUsageMetrics,
+  type BuildInfo,
   type GatewayMetrics,
   type KeyFileMetrics,
 } from './observability/metrics.js';
@@ -37,7 +39,7 @@ import type { AuditEntry, KeyStore } from './store/types.js';
 import { UsageRecorder } from './usage/recorder.js';
 import { RedisUsageStore } from './usage/redis-usage-store.js';
 import { MemoryUsageStore, type UsageStore } from './usage/usage-store.js';
-import { readTlsFiles, watchTlsFiles, type TlsFiles, type TlsMaterial } from './tls.js';
+import { certificateExpiry, readTlsFiles, watchTlsFiles, type TlsFiles, type TlsMaterial } from './tls.js';
 
 /**
  * A running gateway, as `startGateway` returns it: its ports, its parts (for the CLI, tests and
@@ -182,7 +184,8 @@ export async function startGateway(
   if (problems.length) throw new Error(`the configuration cannot start:\n  - ${problems.join('\n  - ')}`);
   // Read before anything connects: a TLS file that cannot be used fails the start at once.
   const tls = readListenerTls(config);
-  const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true });
+  const metrics = createMetrics({ processMetrics: opts.processMetrics ?? true, build: readBuildInfo() });
+  for (const [listener, m] of Object.entries(tls)) setTlsExpiry(metrics, listener, m.cert);
   // Off (and nothing of OpenTelemetry loaded) unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set.
   const tracing = await createTracing({ env: process.env, logger, exporter: opts.traceExporter });
   const built = opts.store
@@ -225,7 +228,7 @@ export async function startGateway(
     server,
   );
   events?.start();
-  const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer);
+  const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
   logger.info(
@@ -330,7 +333,7 @@ function createUsage(
     },
   });
   const onFinished: AppDeps['onRequestFinished'] = (st, status) => {
-    if (st.company) recorder.record(st.company.id, st.error, status);
+    if (st.company) recorder.record(st.company.id, st.error, status, st.key?.id);
   };
   return { recorder, store, onFinished };
 }
@@ -387,16 +390,46 @@ function startTlsReload(
   tls: ListenerTls,
   server: Server,
   adminServer: Server | null,
+  metrics: GatewayMetrics,
 ): () => void {
-  const watch = (s: Server, files: TlsFiles, m: TlsMaterial, configKey: string) =>
-    watchTlsFiles(s as unknown as HttpsServer, files, { configKey, logger, identity: m.identity });
+  const watch = (s: Server, files: TlsFiles, m: TlsMaterial, listener: 'server' | 'admin') =>
+    watchTlsFiles(s as unknown as HttpsServer, files, {
+      configKey: `${listener}.tls`,
+      logger,
+      identity: m.identity,
+      onInstalled: (cert) => setTlsExpiry(metrics, listener, cert),
+    });
   const stops = [
-    tls.server && config.server.tls ? watch(server, config.server.tls, tls.server, 'server.tls') : null,
+    tls.server && config.server.tls ? watch(server, config.server.tls, tls.server, 'server') : null,
     tls.admin && adminServer && config.admin.tls
-      ? watch(adminServer, config.admin.tls, tls.admin, 'admin.tls')
+      ? watch(adminServer, config.admin.tls, tls.admin, 'admin')
       : null,
   ];
   return () => stops.forEach((stop) => stop?.());
+}
+
+/** `gateway_tls_certificate_expiry_timestamp_seconds{listener}` from the chain a listener serves. */
+function setTlsExpiry(metrics: GatewayMetrics, listener: string, cert: Buffer): void {
+  const at = certificateExpiry(cert);
+  if (at !== null) metrics.tlsExpiry.labels(listener).set(at);
+}
+
+/**
+ * What `gateway_build_info` reports: the package's version (package.json beside `src/` and
+ * `dist/`) and the commit from `GATEWAY_COMMIT` (the image build sets it), `unknown` otherwise.
+ */
+function readBuildInfo(): BuildInfo {
+  let version = 'unknown';
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    if (typeof pkg.version === 'string') version = pkg.version;
+  } catch {
+    // Embedded without its package.json: the version stays unknown.
+  }
+  const commit = process.env.GATEWAY_COMMIT;
+  return { version, commit: commit && /^[0-9a-f]{7,40}$/i.test(commit) ? commit : undefined };
 }
 
 /** The limiter's Redis: the store's client when there is one, else `rateLimit.redisUrl` if set. */
@@ -533,6 +566,7 @@ async function startAdminServer(
           origin: config.admin.consoleOrigin ?? null,
           host: config.admin.host,
           tiers: config.rateLimit.tiers.map((t) => t.name),
+          tierWindows: Object.fromEntries(config.rateLimit.tiers.map((t) => [t.name, t.windows])),
         }
       : null,
     usage: deps.usage ? { reader: deps.usage.store, retentionDays: config.usage.retentionDays } : null,

@@ -47,6 +47,29 @@ export function readTlsFiles(files: TlsFiles, configKey: string): TlsMaterial {
   return { cert: c.data, key: k.data, identity: `${identityOf(c.st)}|${identityOf(k.st)}` };
 }
 
+/**
+ * When a PEM certificate chain stops being valid: the earliest `notAfter` of its certificates, in
+ * Unix seconds (an intermediate that expires first breaks the chain as surely as the leaf). Null
+ * when it holds no certificate that parses.
+ *
+ * @example
+ * metrics.tlsExpiry.labels('server').set(certificateExpiry(material.cert) ?? 0);
+ */
+export function certificateExpiry(pem: Buffer | string): number | null {
+  let earliest: number | null = null;
+  for (const block of String(pem).match(PEM_CERTIFICATE) ?? []) {
+    let ms: number;
+    try {
+      ms = Date.parse(new X509Certificate(block).validTo);
+    } catch {
+      continue;
+    }
+    if (!Number.isNaN(ms) && (earliest === null || ms < earliest)) earliest = ms;
+  }
+  return earliest === null ? null : Math.floor(earliest / 1000);
+}
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
 function identityOf(st: Stats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
@@ -59,6 +82,8 @@ export interface TlsWatchOptions {
   identity: string;
   /** Default 1000 ms. */
   intervalMs?: number;
+  /** Called with each certificate chain installed by a reload (the expiry gauge). */
+  onInstalled?: (cert: Buffer) => void;
 }
 
 /**
@@ -92,6 +117,7 @@ export function watchTlsFiles(
         const m = readTlsFiles(files, opts.configKey);
         seen = m.identity;
         server.setSecureContext({ cert: m.cert, key: m.key });
+        opts.onInstalled?.(m.cert);
         const x = new X509Certificate(m.cert);
         opts.logger.info(
           { tls: opts.configKey, subject: x.subject, validTo: x.validTo, fingerprint256: x.fingerprint256 },

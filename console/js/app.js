@@ -1,68 +1,63 @@
-// The console's entry point: login, then a hash router over the views.
-import { api, ApiError, hasToken, setToken } from './api.js';
+// The console's entry point: login, then a hash router over the views. The first screen (sign-in,
+// or the companies' heading without a token) is in index.html, so it shows before this runs.
+import { ApiError, hasToken, setToken } from './api.js';
 import { renderAudit } from './audit.js';
 import { renderCompanies } from './companies.js';
 import { renderCompany } from './company.js';
-import { field, h } from './dom.js';
+import { h } from './dom.js';
+import { renderKey, renderKeySearch } from './keys.js';
+import { loadIdentity, session } from './session.js';
 import { loadSettings } from './settings.js';
 import { clearMessages, showError } from './ui.js';
+import { renderWebhooks } from './webhooks.js';
 
 const main = document.getElementById('main');
+// The static sign-in screen, kept to show again after a log out or a refused token.
+const signin = document.getElementById('first-signin');
+const tokenInput = document.getElementById('login-token');
 let signedIn = false;
-
-/** Whether the admin API answers with the token held (or without one, in tokenless mode). */
-async function probe() {
-  try {
-    await api('GET', '/admin/v1/companies');
-    return true;
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return false;
-    throw err;
-  }
-}
 
 function setSignedIn(value) {
   signedIn = value;
-  document.getElementById('nav').hidden = !value;
   document.getElementById('logout').hidden = !value || !hasToken();
-  document.getElementById('mode').textContent = value && !hasToken() ? 'loopback, no token' : '';
+  const who = session.identity;
+  document.getElementById('mode').textContent = !value
+    ? ''
+    : hasToken()
+      ? `${who.name} (${who.role} role)`
+      : 'loopback, no token';
 }
 
 function renderLogin() {
-  const token = h('input', { type: 'password', name: 'token', autocomplete: 'off', required: true });
-  const form = h(
-    'form',
-    {
-      'aria-labelledby': 'login-h',
-      onsubmit: async (e) => {
-        e.preventDefault();
-        setToken(token.value.trim());
-        token.value = '';
-        try {
-          if (await probe()) {
-            clearMessages();
-            setSignedIn(true);
-            return route();
-          }
-          setToken(null);
-          showError(new ApiError(401, 'Unauthorized', 'Missing or invalid admin token'));
-        } catch (err) {
-          setToken(null);
-          showError(err);
-        }
-        token.focus();
-      },
-    },
-    h('p', {}, 'Enter the admin token (ADMIN_TOKEN). It is kept for this browser tab only.'),
-    h(
-      'div',
-      { class: 'row' },
-      field('Admin token', token),
-      h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
-    ),
-  );
-  main.replaceChildren(h('h1', { id: 'login-h', tabIndex: -1 }, 'Sign in'), form);
-  token.focus();
+  main.replaceChildren(signin);
+  tokenInput.focus();
+}
+
+async function signIn(e) {
+  e.preventDefault();
+  setToken(tokenInput.value.trim());
+  tokenInput.value = '';
+  try {
+    if (await loadIdentity()) {
+      clearMessages();
+      setSignedIn(true);
+      return route();
+    }
+    setToken(null);
+    showError(new ApiError(401, 'Unauthorized', 'Missing or invalid admin token'));
+  } catch (err) {
+    setToken(null);
+    showError(err);
+  }
+  tokenInput.focus();
+}
+
+/** The heading of a route, shown at once while its data loads. */
+function headingOf(path) {
+  if (path === '/audit') return 'Audit trail';
+  if (path === '/webhooks') return 'Webhook deliveries';
+  if (path.startsWith('/keys')) return path === '/keys' ? 'Find a key' : 'Key';
+  return path.startsWith('/companies/') ? 'Company' : 'Companies';
 }
 
 async function route() {
@@ -70,9 +65,13 @@ async function route() {
   const [path, query = ''] = (location.hash || '#/companies').slice(1).split('?');
   const params = new URLSearchParams(query);
   const m = /^\/companies\/([^/]+)$/.exec(path);
+  const key = /^\/keys\/([^/]+)$/.exec(path);
   try {
     if (m) await renderCompany(main, decodeURIComponent(m[1]));
+    else if (key) await renderKey(main, decodeURIComponent(key[1]));
+    else if (path === '/keys') await renderKeySearch(main, params);
     else if (path === '/audit') await renderAudit(main, params);
+    else if (path === '/webhooks') await renderWebhooks(main, params);
     else await renderCompanies(main);
     main.querySelector('h1')?.focus({ preventScroll: true });
   } catch (err) {
@@ -91,6 +90,13 @@ async function route() {
 }
 
 async function start() {
+  document.getElementById('login-form').addEventListener('submit', (e) => void signIn(e));
+  document.getElementById('login-submit').disabled = false;
+  // With a token kept from before (a reload), the page's heading shows at once, not the sign-in.
+  if (hasToken()) {
+    const path = (location.hash || '#/companies').slice(1).split('?')[0];
+    main.replaceChildren(h('h1', { tabIndex: -1 }, headingOf(path)), h('p', { class: 'muted' }, 'Loading…'));
+  }
   document.getElementById('logout').addEventListener('click', () => {
     setToken(null);
     setSignedIn(false);
@@ -102,8 +108,9 @@ async function start() {
     void route();
   });
   try {
-    await loadSettings();
-    setSignedIn(await probe());
+    // Both at once: the first screen waits for one round trip, not two.
+    const [, known] = await Promise.all([loadSettings(), loadIdentity()]);
+    setSignedIn(known);
     if (!signedIn && hasToken()) setToken(null);
   } catch (err) {
     showError(err);

@@ -1,7 +1,8 @@
 // Companies: the list with a filter, and the form that creates one.
 import { api } from './api.js';
-import { badge, field, h, select, table } from './dom.js';
+import { badge, field, fill, h, select, table } from './dom.js';
 import { announceAfterNavigation, showError } from './ui.js';
+import { can } from './session.js';
 import { settings } from './settings.js';
 
 export const STATUSES = [
@@ -48,11 +49,12 @@ export async function renderCompanies(main) {
   };
   filter.addEventListener('input', draw);
   draw();
-  main.replaceChildren(
+  fill(
+    main,
     h('h1', { tabIndex: -1 }, 'Companies'),
     h('div', { class: 'row' }, field('Filter companies', filter)),
     list,
-    createCompanyForm(),
+    can('admin') ? createCompanyForm() : null,
   );
 }
 
@@ -71,6 +73,7 @@ function createCompanyForm() {
   );
   const status = select({ name: 'status' }, STATUSES, 'active');
   const access = h('input', { type: 'checkbox', name: 'apiAccess', checked: true });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create company');
   const form = h(
     'form',
     {
@@ -85,12 +88,17 @@ function createCompanyForm() {
           apiAccess: access.checked,
         };
         if (name.value.trim()) body.name = name.value.trim();
+        submit.disabled = true;
         try {
           const c = await api('POST', '/admin/v1/companies', body);
           announceAfterNavigation(`Company ${c.id} created.`);
           location.hash = `#/companies/${encodeURIComponent(c.id)}`;
         } catch (err) {
+          // Refused: the form stays as it was typed, ready to correct and send again.
           showError(err);
+          id.focus();
+        } finally {
+          submit.disabled = false;
         }
       },
     },
@@ -99,7 +107,7 @@ function createCompanyForm() {
     field('Tier', tier),
     field('Status', status),
     field('API access', access, 'field check'),
-    h('button', { type: 'submit', class: 'primary' }, 'Create company'),
+    submit,
   );
   return h('section', {}, h('h2', { id: 'new-company' }, 'New company'), form);
 }

@@ -1,10 +1,13 @@
 // One company: its settings, its keys (create, rotate, revoke) and its usage.
-import { api, ApiError, seg } from './api.js';
+import { api, seg } from './api.js';
 import { companyBadges, STATUSES } from './companies.js';
 import { confirmAction, modal, showNewKey } from './dialogs.js';
-import { badge, field, h, select, table, uid, when } from './dom.js';
+import { badge, field, fill, h, select, table, uid, when } from './dom.js';
+import { companyLimits, keyLimits } from './limits.js';
+import { can } from './session.js';
 import { settings } from './settings.js';
 import { announce, showError } from './ui.js';
+import { usageSection } from './usage.js';
 
 const WEEK_MS = 7 * 86_400_000;
 export const GRACE_PRESETS = [
@@ -20,7 +23,8 @@ export async function renderCompany(main, id) {
     api('GET', `/admin/v1/companies/${seg(id)}/keys`),
   ]);
   const refresh = () => renderCompany(main, id).catch(showError);
-  main.replaceChildren(
+  fill(
+    main,
     h('p', {}, h('a', { href: '#/companies' }, '← Companies')),
     h(
       'h1',
@@ -30,9 +34,10 @@ export async function renderCompany(main, id) {
       h('span', { class: 'muted mono' }, company.id),
     ),
     h('p', {}, companyBadges(company), badge(`tier ${company.tier}`)),
-    settingsForm(company, refresh),
+    companyLimits(company),
+    can('admin') ? settingsForm(company, refresh) : null,
     keysSection(company, keys, refresh),
-    usageSection(company),
+    usageSection(`/admin/v1/companies/${seg(company.id)}/usage`, company.id),
   );
 }
 
@@ -46,6 +51,13 @@ function settingsForm(company, refresh) {
   );
   const status = select({ name: 'status' }, STATUSES, company.status);
   const access = h('input', { type: 'checkbox', name: 'apiAccess', checked: company.apiAccess });
+  // A refused write shows the stored values again: the form never claims a change that did not happen.
+  const restore = () => {
+    name.value = company.name ?? '';
+    tier.value = company.tier;
+    status.value = company.status;
+    access.checked = company.apiAccess;
+  };
   const save = async (e) => {
     e.preventDefault();
     const patch = {};
@@ -68,14 +80,19 @@ function settingsForm(company, refresh) {
     ) {
       return announce('Nothing changed.');
     }
+    submit.disabled = true;
     try {
       await api('PATCH', `/admin/v1/companies/${seg(company.id)}`, patch);
       announce(`Saved: ${Object.keys(patch).join(', ')}.`);
       await refresh();
     } catch (err) {
+      restore();
       showError(err);
+    } finally {
+      submit.disabled = false;
     }
   };
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Save changes');
   return h(
     'section',
     {},
@@ -87,7 +104,7 @@ function settingsForm(company, refresh) {
       field('Tier', tier),
       field('Status', status),
       field('API access', access, 'field check'),
-      h('button', { type: 'submit', class: 'primary' }, 'Save changes'),
+      submit,
     ),
   );
 }
@@ -113,7 +130,7 @@ function keysSection(company, keys, refresh) {
   const rows = keys.map((k) => {
     const name = `${k.prefix}${k.label ? ` (${k.label})` : ''}`;
     const actions =
-      k.status === 'active' || k.status === 'revoking'
+      can('keys') && (k.status === 'active' || k.status === 'revoking')
         ? [
             k.status === 'active'
               ? h(
@@ -130,13 +147,18 @@ function keysSection(company, keys, refresh) {
           ]
         : [];
     return [
-      h('code', {}, k.prefix),
+      h(
+        'a',
+        { href: `#/keys/${encodeURIComponent(k.id)}`, 'aria-label': `Key ${name}` },
+        h('code', {}, k.prefix),
+      ),
       k.label ?? '',
       k.environment ?? '',
       when(k.createdAt),
       when(k.lastUsedAt),
       when(k.expiresAt),
       keyBadges(k),
+      keyLimits(k, company),
       actions,
     ];
   });
@@ -144,18 +166,30 @@ function keysSection(company, keys, refresh) {
     'section',
     {},
     h('h2', {}, 'API keys'),
-    h(
-      'p',
-      {},
-      h(
-        'button',
-        { type: 'button', class: 'primary', onclick: () => createKey(company, refresh) },
-        'Create key',
-      ),
-    ),
+    can('keys')
+      ? h(
+          'p',
+          {},
+          h(
+            'button',
+            { type: 'button', class: 'primary', onclick: () => createKey(company, refresh) },
+            'Create key',
+          ),
+        )
+      : null,
     table(
       `Keys of ${company.id} (the key itself is shown only once, when it is created)`,
-      ['Prefix', 'Label', 'Environment', 'Created', 'Last used', 'Expires', 'State', 'Actions'],
+      [
+        'Prefix',
+        'Label',
+        'Environment',
+        'Created',
+        'Last used',
+        'Expires',
+        'State',
+        'Limits and scopes',
+        'Actions',
+      ],
       rows,
       'No keys yet.',
     ),
@@ -272,75 +306,4 @@ async function revoke(k, refresh) {
   } catch (err) {
     showError(err);
   }
-}
-
-const RANGES = [
-  ['24', 'Last 24 hours'],
-  ['168', 'Last 7 days'],
-  ['720', 'Last 30 days'],
-];
-
-function usageSection(company) {
-  const range = select({ name: 'range' }, RANGES, '24');
-  const gran = select(
-    { name: 'granularity' },
-    [
-      ['hour', 'hour'],
-      ['day', 'day'],
-    ],
-    'hour',
-  );
-  const out = h('div', { 'aria-live': 'polite' });
-  const load = async (e) => {
-    e?.preventDefault();
-    const to = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000);
-    const from = new Date(to.getTime() - Number(range.value) * 3_600_000);
-    const iso = (d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const q = new URLSearchParams({ from: iso(from), to: iso(to), granularity: gran.value });
-    out.replaceChildren(h('p', { class: 'muted' }, 'Loading usage…'));
-    try {
-      const u = await api('GET', `/admin/v1/companies/${seg(company.id)}/usage?${q}`);
-      out.replaceChildren(usageTable(u));
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 404) {
-        out.replaceChildren(h('p', { class: 'empty' }, 'Usage not available on this gateway.'));
-      } else {
-        out.replaceChildren(
-          h('p', { class: 'error' }, `${err.error ?? 'Error'}: ${err.details ?? err.message}`),
-        );
-      }
-    }
-  };
-  void load();
-  return h(
-    'section',
-    {},
-    h('h2', { id: 'usage-h' }, 'Usage'),
-    h(
-      'form',
-      { class: 'inline', 'aria-labelledby': 'usage-h', onsubmit: load },
-      field('Range', range),
-      field('Granularity', gran),
-      h('button', { type: 'submit' }, 'Show usage'),
-    ),
-    out,
-  );
-}
-
-function usageTable(u) {
-  const buckets = Array.isArray(u?.buckets) ? u.buckets : [];
-  return table(
-    `Requests of ${u.companyId} per ${u.granularity}, ${u.from} to ${u.to}`,
-    ['Start', 'Allowed', 'Rate limited', 'Scope denied', 'Upstream 2xx', 'Upstream 4xx', 'Upstream 5xx'],
-    buckets.map((b) => [
-      when(b.start),
-      String(b.allowed ?? 0),
-      String(b.rateLimited ?? 0),
-      String(b.scopeDenied ?? 0),
-      String(b.upstream2xx ?? 0),
-      String(b.upstream4xx ?? 0),
-      String(b.upstream5xx ?? 0),
-    ]),
-    'No requests in this range.',
-  );
 }

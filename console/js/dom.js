@@ -96,3 +96,9 @@ export function table(caption, headers, rows, emptyText = 'Nothing here yet.') {
     ),
   );
 }
+
+/** Replaces an element's children, skipping null/false ones (`replaceChildren` would write "null"). */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}

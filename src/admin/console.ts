@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AUDIT_EVENTS } from './audit-query.js';
 
 /** Where the console's files are: `console/` at the package root (next to `dist/` and `src/`). */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -28,9 +29,21 @@ const TYPES: Readonly<Record<string, string>> = {
   '.json': 'application/json; charset=utf-8',
 };
 
-/** What the console page reads at start: the configured tier names (for the tier pickers). */
+/** One rate-limit window as the console shows it. */
+export interface ConsoleWindow {
+  points: number;
+  duration: number;
+}
+
+/**
+ * What the console page reads at start: the configured tier names (for the tier pickers) and
+ * their windows (a company's effective limits), the audit event names (the audit filter), and
+ * whether the admin API runs without a token (loopback only: no sign-in screen).
+ */
 export interface ConsoleSettings {
   tiers: readonly string[];
+  tierWindows?: Readonly<Record<string, readonly ConsoleWindow[]>>;
+  tokenless?: boolean;
 }
 
 /** A Node request handler for `/console/...`: answers, or calls `next()` for other paths. */
@@ -45,10 +58,20 @@ export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse, next: (
  */
 export function createConsoleHandler(settings: ConsoleSettings, dir: string = CONSOLE_DIR): ConsoleHandler {
   const files = readConsoleFiles(dir);
-  files.set('settings.json', {
-    type: TYPES['.json']!,
-    body: Buffer.from(JSON.stringify({ tiers: settings.tiers })),
-  });
+  const generated = {
+    tiers: settings.tiers,
+    tierWindows: settings.tierWindows ?? {},
+    auditEvents: AUDIT_EVENTS,
+    tokenless: settings.tokenless === true,
+  };
+  files.set('settings.json', { type: TYPES['.json']!, body: Buffer.from(JSON.stringify(generated)) });
+  // Without a token there is no sign-in: the page's first screen (static, shown before any script
+  // runs) is the companies' one. The marker is the body's data-mode attribute.
+  const index = files.get('index.html')!;
+  if (generated.tokenless)
+    index.body = Buffer.from(
+      index.body.toString('utf8').replace('data-mode="token"', 'data-mode="tokenless"'),
+    );
   return function serveConsole(req, res, next) {
     const path = (req.url ?? '/').split('?')[0]!;
     if (path !== '/console' && !path.startsWith('/console/')) return next();

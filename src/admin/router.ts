@@ -6,7 +6,12 @@ import type { MetricsReader } from '../observability/cluster-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { Readiness } from '../observability/readiness.js';
 import { isStoreOutage } from '../store/types.js';
-import { createConsoleHandler, isConsoleOrigin, type ConsoleOriginOptions } from './console.js';
+import {
+  createConsoleHandler,
+  isConsoleOrigin,
+  type ConsoleOriginOptions,
+  type ConsoleSettings,
+} from './console.js';
 import type { WebhookAdmin } from '../events/admin.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { AdminResult, AdminService } from './service.js';
@@ -14,13 +19,12 @@ import { adminIdentities, hasRole, identify, type AdminIdentity, type AdminToken
 import {
   ADMIN_OPERATIONS,
   allowedMethods,
-  auditQuerySchema,
   findQueryProblems,
   isQueryChecked,
   missingBodyDetails,
   type AdminOperation,
 } from './schemas.js';
-import { queryUsage, type UsageQueryDeps } from './usage-query.js';
+import { queryKeyUsage, queryUsage, type UsageQueryDeps } from './usage-query.js';
 
 export interface AdminAppDeps {
   service: AdminService;
@@ -34,7 +38,12 @@ export interface AdminAppDeps {
   readMetrics: MetricsReader;
   logger: Logger;
   /** The operator console at `/console/` (`admin.console`), or absent/null when it is off. */
-  console?: { origin: string | null; host: string; tiers: readonly string[] } | null;
+  console?: {
+    origin: string | null;
+    host: string;
+    tiers: readonly string[];
+    tierWindows?: ConsoleSettings['tierWindows'];
+  } | null;
   /** Usage counts for `GET /companies/:id/usage`; null or absent: usage is off (404). */
   usage?: UsageQueryDeps | null;
   /** Readiness behind the admin port's `/readyz` (the probes are in the OpenAPI document: always served). */
@@ -62,7 +71,10 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   const consoleOpts = deps.console
     ? { origin: deps.console.origin, host: deps.console.host, tokenless: identities.length === 0 }
     : null;
-  if (deps.console) app.use(createConsoleHandler({ tiers: deps.console.tiers }));
+  if (deps.console) {
+    const { tiers, tierWindows } = deps.console;
+    app.use(createConsoleHandler({ tiers, tierWindows, tokenless: identities.length === 0 }));
+  }
   app.use(function noStore(_req, res, next) {
     res.setHeader('Cache-Control', 'no-store');
     next();
@@ -309,25 +321,27 @@ function createAdminRoutes(service: AdminService, usage: UsageQueryDeps | null):
     reply(res, await service.rotateKey(req.params.keyId!, bodyOrEmpty(req, res), actorOf(res)), 201, true),
   );
   r.get('/audit', v1('get', '/audit'), async (req, res) => {
-    // Each at most once, as a string (the guard checked); the limit's value by the service.
-    const limit: unknown = req.query.limit;
-    const companyId = req.query.companyId as string | undefined;
-    // An empty or malformed company id is refused, not read as "every company".
-    const idProblem = auditQuerySchema.shape.companyId.safeParse(companyId);
-    if (!idProblem.success)
-      return sendError(
-        res,
-        'ADMIN_INVALID_REQUEST',
-        `companyId: ${idProblem.error.issues[0]?.message ?? ''}`,
-      );
-    reply(
-      res,
-      await service.readAudit({
-        ...(limit !== undefined ? { limit } : {}),
-        ...(companyId !== undefined ? { companyId } : {}),
-      }),
-    );
+    // Each at most once, as a string (the guard checked); the values by the service.
+    const q = req.query as Record<string, string | undefined>;
+    // An empty company id is refused here, not read as "every company" (the service's meaning).
+    if (q.companyId === '') return sendError(res, 'ADMIN_INVALID_REQUEST', 'companyId: must be a company id');
+    reply(res, await service.readAudit(q));
   });
+  r.get('/audit/export', v1('get', '/audit/export'), async (req, res) => {
+    const pages = service.exportAudit(req.query as Record<string, string | undefined>);
+    if (!pages.ok) return reply(res, pages);
+    await writeJsonLines(res, pages.value);
+  });
+  r.get('/whoami', v1('get', '/whoami'), (_req, res) => {
+    const { name, role } = res.locals.admin as AdminIdentity;
+    res.json({ name, role });
+  });
+  r.get('/keys', v1('get', '/keys'), async (req, res) =>
+    reply(res, await service.findKeys(req.query.prefix)),
+  );
+  r.get('/keys/:keyId/usage', v1('get', '/keys/:keyId/usage'), async (req, res) =>
+    reply(res, await queryKeyUsage(service, usage, req.params.keyId!, req.query)),
+  );
   r.get('/openapi.json', v1('get', '/openapi.json'), (_req, res) => void res.json(adminOpenApiDocument()));
   return r;
 }
@@ -368,6 +382,29 @@ function createWebhookRoutes(hooks: WebhookAdmin | null): express.Router {
         : off(res),
   );
   return r;
+}
+
+/**
+ * Streams pages of entries as JSON lines (`application/x-ndjson`), one write per page, waiting for
+ * the client to take each (memory: one page). A store failure after the first line cuts the
+ * answer (the client sees it end without its last chunk), so a partial export is never mistaken
+ * for a whole one; before it, the error handler answers.
+ */
+async function writeJsonLines(res: Response, pages: AsyncIterable<readonly object[]>): Promise<void> {
+  const iterator = pages[Symbol.asyncIterator]();
+  let next = await iterator.next();
+  res.setHeader('Content-Type', 'application/x-ndjson; charset=utf-8');
+  try {
+    while (!next.done) {
+      const text = next.value.map((e) => JSON.stringify(e)).join('\n') + '\n';
+      if (!res.write(text)) await new Promise((resolve) => res.once('drain', resolve));
+      if (res.destroyed) return void (await iterator.return?.());
+      next = await iterator.next();
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
 }
 
 /** An optional body: what was sent, or `{}` when nothing (or nothing but an empty body) was. */

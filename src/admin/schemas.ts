@@ -19,6 +19,7 @@ import {
   deliveryViewSchema,
   webhookViewSchema,
 } from '../events/schemas.js';
+import { AUDIT_EVENTS } from './audit-query.js';
 import { requiredRole, type AdminRole } from './roles.js';
 import { TIMESTAMP_PATTERN } from '../time.js';
 
@@ -103,13 +104,30 @@ export const keyRotateSchema = z
   .strict();
 
 /**
- * `GET /admin/v1/audit` query: `limit` is clamped to 1-1000 (default 100); `companyId` a company
- * id. Like every admin query, each parameter at most once, as `name=value` (`findQueryProblems`).
+ * `GET /admin/v1/audit` query (rules in audit-query.ts `parseAuditQuery`): `limit` clamped to
+ * 1-1000 (default 100); `companyId` a company id; `event` event names separated by commas;
+ * `from`/`to` UTC timestamps or dates; `before`/`after` an entry id from an earlier answer (the
+ * next page: the last entry's id as `before`). Like every admin query, each parameter at most
+ * once, as `name=value` (`findQueryProblems`).
  */
 export const auditQuerySchema = z.object({
   limit: z.coerce.number().int().optional(),
   companyId: idSchema.optional(),
+  event: z
+    .string()
+    .optional()
+    .describe(`Comma-separated: ${AUDIT_EVENTS.join(', ')}`),
+  from: z.string().optional(),
+  to: z.string().optional(),
+  before: z.string().optional(),
+  after: z.string().optional(),
 });
+
+/** `GET /admin/v1/audit/export` query: the audit filters and `after`, no limit and no `before`. */
+export const auditExportQuerySchema = auditQuerySchema.omit({ limit: true, before: true });
+
+/** `GET /admin/v1/keys` query: the start of a display prefix (`nk_live_AbC`). */
+export const keySearchQuerySchema = z.object({ prefix: z.string() });
 
 // ---- answers (strict: a field the document does not name, such as a key hash, fails the check)
 
@@ -255,6 +273,12 @@ export const usageReportSchema = z
     ),
   })
   .strict();
+
+/** Requests of one key per hour or day: the company's report shape, with the key's id. */
+export const keyUsageReportSchema = usageReportSchema.extend({ keyId: z.string() }).strict();
+
+/** `GET /admin/v1/whoami`: the calling token's name (the audit trail's actor) and role. */
+export const whoamiSchema = z.object({ name: z.string(), role: z.enum(['read', 'keys', 'admin']) }).strict();
 
 /** Every error answer: the spec's `{error, details}` (src/errors.ts). */
 export const errorBodySchema = z.object({ error: z.string(), details: z.string() }).strict();
@@ -487,6 +511,47 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       query: auditQuerySchema,
       ok: { status: 200, schema: z.array(auditEntrySchema) },
       errors: ['ADMIN_INVALID_REQUEST'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/audit/export`,
+      operationId: 'exportAudit',
+      summary:
+        'The audit trail as JSON lines, oldest first, from after the given entry id (or the oldest kept): for a log store beyond the capped trail',
+      role: 'read',
+      query: auditExportQuerySchema,
+      ok: { status: 200, schema: z.string(), text: 'application/x-ndjson' },
+      errors: ['ADMIN_INVALID_REQUEST'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/whoami`,
+      operationId: 'whoami',
+      summary: "The calling token's name and role (the console shows only what the role may do)",
+      role: 'read',
+      ok: { status: 200, schema: whoamiSchema },
+      errors: [],
+    },
+    {
+      method: 'get',
+      path: `${V1}/keys`,
+      operationId: 'findKeys',
+      summary:
+        'Keys of every company whose display prefix starts with `prefix`, at most 50 (never the key or its hash)',
+      role: 'read',
+      query: keySearchQuerySchema,
+      ok: { status: 200, schema: z.array(keyViewSchema) },
+      errors: ['ADMIN_INVALID_REQUEST'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/keys/:keyId/usage`,
+      operationId: 'readKeyUsage',
+      summary: 'Requests of one key per hour or day (the same counters as the company usage)',
+      role: 'read',
+      query: usageQuerySchema,
+      ok: { status: 200, schema: keyUsageReportSchema },
+      errors: ['ADMIN_INVALID_REQUEST', 'ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
     },
     {
       method: 'get',

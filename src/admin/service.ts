@@ -18,6 +18,7 @@ import {
   type KeyStore,
 } from '../store/types.js';
 import { isoSeconds, parseInstant } from '../time.js';
+import { exportAudit, parseAuditQuery, type AuditQueryInput } from './audit-query.js';
 import {
   companyCreateSchema,
   companyPatchSchema,
@@ -233,6 +234,29 @@ export class AdminService {
   async getKey(keyId: string): Promise<AdminResult<KeyView>> {
     const k = await this.opts.store.getKey(keyId);
     return k ? { ok: true, value: this.view(k, this.now()) } : notFound('key', keyId);
+  }
+
+  /**
+   * Keys of every company whose display prefix starts with `prefix` (a support lookup), newest
+   * first, at most 50. Reads every company's key list (one store read per company and key): a
+   * cost for a person's search, never for the request path. A value longer than any display prefix,
+   * or holding key material, is refused without being echoed: search by the prefix, never the key.
+   */
+  async findKeys(prefix: unknown): Promise<AdminResult<KeyView[]>> {
+    if (typeof prefix !== 'string' || !KEY_PREFIX_SEARCH.test(prefix) || holdsKeyMaterial(prefix))
+      return fail(
+        'ADMIN_INVALID_REQUEST',
+        'prefix: must be the start of a display prefix (such as nk_live_AbC123: nk_, the environment, _ and at most 6 characters), never a key',
+      );
+    const companies = await this.opts.store.listCompanies();
+    const lists = await Promise.all(companies.map((c) => this.opts.store.listKeys(c.id)));
+    const now = this.now();
+    const found = lists
+      .flat()
+      .filter((k) => k.prefix.startsWith(prefix))
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id))
+      .slice(0, 50);
+    return { ok: true, value: found.map((k) => this.view(k, now)) };
   }
 
   /**
@@ -544,20 +568,29 @@ export class AdminService {
     if (revoked) await this.revokeKey(key.id, 'gateway', 'exposed in a URL');
   }
 
-  async readAudit(opts: { limit?: unknown; companyId?: string }): Promise<AdminResult<AuditEntry[]>> {
-    const limit = auditLimit(opts.limit);
-    if (limit === null)
-      return fail(
-        'ADMIN_INVALID_REQUEST',
-        'limit: must be a whole number ≥ 1 (at most 1000 entries are returned)',
-      );
-    return {
-      ok: true,
-      value: await this.opts.store.readAudit({
-        limit,
-        ...(opts.companyId ? { companyId: opts.companyId } : {}),
-      }),
-    };
+  /**
+   * The audit trail (`parseAuditQuery`: limit, company, events, time range, cursors); 400 naming
+   * the parameter for a bad query, which reads nothing. An empty `companyId` means every company.
+   */
+  async readAudit(opts: AuditQueryInput): Promise<AdminResult<AuditEntry[]>> {
+    const parsed = parseAuditQuery({
+      ...opts,
+      companyId: opts.companyId === '' ? undefined : opts.companyId,
+    });
+    if (!parsed.ok) return fail('ADMIN_INVALID_REQUEST', parsed.details);
+    return { ok: true, value: await this.opts.store.readAudit(parsed.query) };
+  }
+
+  /**
+   * The audit trail as an export reads it: oldest first, page by page, from after `after` (or
+   * the oldest entry kept), with the same filters as `readAudit` (no `limit`, no `before`). 400
+   * naming the parameter for a bad query.
+   */
+  exportAudit(opts: Omit<AuditQueryInput, 'limit' | 'before'>): AdminResult<AsyncGenerator<AuditEntry[]>> {
+    const parsed = parseAuditQuery(opts);
+    if (!parsed.ok) return fail('ADMIN_INVALID_REQUEST', parsed.details);
+    const { limit: _limit, ...query } = parsed.query;
+    return { ok: true, value: exportAudit(this.opts.store, query) };
   }
 
   /** `key.revoked` for a key this service revoked (once per revocation; the events deduplicate). */
@@ -781,14 +814,12 @@ function parse<T extends z.ZodTypeAny>(schema: T, input: unknown): AdminResult<z
 }
 
 /**
- * The audit `limit`: a whole number ≥ 1 (a query string's digits or a number), capped at 1000;
- * 100 when absent; null when it is anything else (`abc`, `0`, `1.5`, a repeated parameter).
+ * What a key search takes: the start of a display prefix (`nk_`, `nk_live`, `nk_live_AbC`, up to
+ * the 6 characters of the key that a prefix shows), or of a legacy key's (up to 4 characters). No
+ * more of a key than its prefix shows: a pasted key is refused, not searched for.
  */
-function auditLimit(v: unknown): number | null {
-  if (v === undefined) return 100;
-  const n = typeof v === 'string' && /^\d{1,16}$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
-  return Number.isInteger(n) && n >= 1 ? Math.min(n, 1000) : null;
-}
+const KEY_PREFIX_SEARCH =
+  /^(?:n|nk|nk_[a-z0-9]{0,16}|nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{0,6}|(?!nk_)[\x21-\x2b\x2d-\x7e]{1,4})$/;
 
 /** An admin failure from the registry; `details` replaces the registry's default wording. */
 function fail(code: ErrorCode, details?: string): AdminFailure {

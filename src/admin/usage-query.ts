@@ -31,6 +31,30 @@ export async function queryUsage(
   return { ok: true, value };
 }
 
+/**
+ * `GET /admin/v1/keys/:keyId/usage`: the same report for one key (its share of its company's
+ * counts), with `keyId`. 404 for an unknown key or when usage is off.
+ */
+export async function queryKeyUsage(
+  service: Pick<AdminService, 'getKey'>,
+  usage: UsageQueryDeps | null,
+  keyId: string,
+  query: Record<string, unknown>,
+  now = Date.now(),
+): Promise<AdminResult<UsageReport & { keyId: string }>> {
+  if (!usage) return failure('ADMIN_NOT_FOUND', 'usage counting is off (usage.enabled: false)');
+  const range = parseUsageRange(query, now);
+  if (!range.ok) return failure('ADMIN_INVALID_REQUEST', range.details);
+  const key = await service.getKey(keyId);
+  if (!key.ok) return key;
+  const report = await readUsage(usage.reader, key.value.companyId, range.range, {
+    now,
+    retentionDays: usage.retentionDays,
+    keyId,
+  });
+  return { ok: true, value: { ...report, keyId } };
+}
+
 function failure(code: 'ADMIN_NOT_FOUND' | 'ADMIN_INVALID_REQUEST', details: string): AdminResult<never> {
   const e = ERRORS[code];
   return { ok: false, code, status: e.status, error: e.error, details };

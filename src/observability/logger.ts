@@ -29,8 +29,9 @@ export const REDACT_PATHS = [
 ];
 
 /**
- * Creates the JSON logger. Times are UTC `YYYY-MM-DDTHH:MM:SSZ`, like every timestamp the gateway
- * writes. Writes asynchronously to stdout unless a destination is given (tests pass one to parse lines).
+ * Creates the JSON logger. A line's `time` is UTC with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`
+ * (lines of one second stay in order; every timestamp inside a record keeps the gateway's
+ * `YYYY-MM-DDTHH:MM:SSZ`). Writes asynchronously to stdout unless a destination is given (tests pass one to parse lines).
  */
 export function createLogger(opts: { level: string; destination?: DestinationStream }): Logger {
   return pino(
@@ -38,27 +39,32 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
       level: opts.level,
       base: { service: 'notify-gateway' },
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-      timestamp: secondClock(),
+      timestamp: millisecondClock(),
       formatters: { level: (label) => ({ level: label }) },
     },
     opts.destination ?? destination({ sync: false }),
   );
 }
 
-/** pino timestamp function that formats the time once per second, not once per line. */
-function secondClock(): () => string {
+/**
+ * pino timestamp function: the date and time formatted once per second, the milliseconds added to
+ * it per line (one string per line, the field itself).
+ */
+function millisecondClock(): () => string {
   let second = -1;
-  let text = '';
+  let head = '';
   return () => {
     const now = Date.now();
     const s = Math.floor(now / 1000);
     if (s !== second) {
       second = s;
-      text = `,"time":"${isoSeconds(now)}"`;
+      head = `,"time":"${isoSeconds(now).slice(0, -1)}.`;
     }
-    return text;
+    return head + MILLIS[now - s * 1000]!;
   };
 }
+/** `000Z"` to `999Z"`: the end of the time field, per millisecond. */
+const MILLIS: readonly string[] = Array.from({ length: 1000 }, (_, i) => `${String(i).padStart(3, '0')}Z"`);
 
 /**
  * The names the redaction removes wherever they appear (the last segment of each `REDACT_PATHS`

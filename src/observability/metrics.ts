@@ -7,7 +7,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export interface GatewayMetrics {
   registry: Registry;
   requests: Counter<'route' | 'status'>;
-  duration: Histogram<'route'>;
+  /** By route prefix and status class (`2xx`...`5xx`, `aborted`): bounded labels. */
+  duration: Histogram<'route' | 'status_class'>;
   upstreamDuration: Histogram<'route'>;
   authFailures: Counter<'reason'>;
   rateLimited: Counter<'tier' | 'company'>;
@@ -17,15 +18,32 @@ export interface GatewayMetrics {
   /** Requests refused by a scope: by route prefix and whose scope (`company` or `key`). */
   scopeDenied: Counter<'route' | 'reason'>;
   inflight: Gauge;
+  /** The earliest `notAfter` of each TLS listener's certificate chain (Unix seconds). */
+  tlsExpiry: Gauge<'listener'>;
+}
+
+/** What `gateway_build_info` says: the package version, and the commit when known. */
+export interface BuildInfo {
+  version: string;
+  /** A git commit (`GATEWAY_COMMIT`), or absent. */
+  commit?: string | undefined;
 }
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** Creates a fresh registry with the gateway's metrics (and Node process metrics unless turned off). */
-export function createMetrics(opts: { processMetrics: boolean } = { processMetrics: true }): GatewayMetrics {
+/**
+ * Creates a fresh registry with the gateway's metrics, `gateway_build_info`, and the process and
+ * Node metrics under prom-client's standard names (`process_cpu_seconds_total`,
+ * `nodejs_heap_size_used_bytes`, ..., no prefix: stock dashboards look for exactly these) unless
+ * turned off.
+ */
+export function createMetrics(
+  opts: { processMetrics: boolean; build?: BuildInfo } = { processMetrics: true },
+): GatewayMetrics {
   const registry = new Registry();
-  if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
+  if (opts.processMetrics) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  createBuildInfo(registry, opts.build ?? { version: 'unknown' });
   return {
     registry,
     requests: new Counter({
@@ -36,8 +54,8 @@ export function createMetrics(opts: { processMetrics: boolean } = { processMetri
     }),
     duration: new Histogram({
       name: 'gateway_request_duration_seconds',
-      help: 'Time from request to response end, by route prefix',
-      labelNames: ['route'],
+      help: 'Time from request to response end, by route prefix and status class (2xx, 4xx, 5xx, aborted)',
+      labelNames: ['route', 'status_class'],
       buckets: BUCKETS,
       registers,
     }),
@@ -85,8 +103,35 @@ export function createMetrics(opts: { processMetrics: boolean } = { processMetri
       registers,
     }),
     inflight: new Gauge({ name: 'gateway_inflight_requests', help: 'Requests being served', registers }),
+    tlsExpiry: new Gauge({
+      name: 'gateway_tls_certificate_expiry_timestamp_seconds',
+      help: "When the TLS listener's certificate chain stops being valid (the earliest notAfter), Unix seconds",
+      labelNames: ['listener'],
+      // Under --workers every worker serves the same files: the earliest, not the sum.
+      aggregator: 'min',
+      registers,
+    }),
   };
 }
+
+/** `gateway_build_info{version, node_version, commit}` = 1 (commit `unknown` when not known). */
+function createBuildInfo(registry: Registry, build: BuildInfo): void {
+  const info = new Gauge({
+    name: 'gateway_build_info',
+    help: 'Always 1; the labels say which build runs: package version, Node.js version, git commit',
+    labelNames: ['version', 'node_version', 'commit'],
+    // One per process: under --workers the aggregate must stay 1, not the number of workers.
+    aggregator: 'max',
+    registers: [registry],
+  });
+  info.labels(build.version, process.version, build.commit || 'unknown').set(1);
+}
+
+/** The status class label of an answer's status: `2xx`...`5xx`, or `aborted` (status 0). */
+export function statusClass(status: number): string {
+  return STATUS_CLASSES[Math.floor(status / 100)] ?? 'aborted';
+}
+const STATUS_CLASSES: readonly string[] = ['aborted', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
 /** The file store's reload metrics, registered only when the file store is in use. */
 export interface KeyFileMetrics {
@@ -142,6 +187,29 @@ export function childCache<C>(metric: { labels(...values: string[]): C }): (...v
     const k = values.join('\u0000');
     let c = children.get(k);
     if (c === undefined) children.set(k, (c = metric.labels(...values)));
+    return c;
+  };
+}
+
+/**
+ * Label children by route and status, resolved once per pair and then found with two map lookups
+ * and no allocation (no label string is built per request). `label` turns the status into the
+ * metric's second label value (`String` for the status itself, `statusClass` for its class).
+ *
+ * @example
+ * const durationBy = routeStatusCache(metrics.duration, statusClass);
+ * durationBy('/notify/v1', 204).observe(0.012);
+ */
+export function routeStatusCache<C>(
+  metric: { labels(...values: string[]): C },
+  label: (status: number) => string,
+): (route: string, status: number) => C {
+  const byRoute = new Map<string, Map<number, C>>();
+  return (route, status) => {
+    let byStatus = byRoute.get(route);
+    if (byStatus === undefined) byRoute.set(route, (byStatus = new Map()));
+    let c = byStatus.get(status);
+    if (c === undefined) byStatus.set(status, (c = metric.labels(route, label(status))));
     return c;
   };
 }

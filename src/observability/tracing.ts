@@ -37,6 +37,8 @@ export interface Tracing {
    * trusted proxy's `tracestate` entries it finds key material in are dropped.
    */
   startRequest(state: TracedRequest, req: IncomingMessage, holdsKey?: (text: string) => boolean): void;
+  /** The trace id of the request's server span (for the access line), before `endRequest`. */
+  traceIdOf(state: TracedRequest): string | undefined;
   /** Ends it with route, company, key, decision and status, and any child span still open. */
   endRequest(state: TracedRequest, status: number): void;
   /** A child span of the request: the key lookup, the limiter. */
@@ -59,6 +61,7 @@ const NO_CHILD: ChildSpan = { kind: 'child' };
 export const TRACING_OFF: Tracing = Object.freeze({
   on: false,
   startRequest: noop,
+  traceIdOf: () => undefined,
   endRequest: noop,
   startChild: () => NO_CHILD,
   endChild: noop,
@@ -253,6 +256,10 @@ class ActiveTracing implements Tracing {
       parent,
     );
     this.requests.set(state, { method, span, ctx: api.trace.setSpan(api.ROOT_CONTEXT, span), children: [] });
+  }
+
+  traceIdOf(state: TracedRequest): string | undefined {
+    return this.requests.get(state)?.span.spanContext().traceId;
   }
 
   endRequest(state: TracedRequest, status: number): void {

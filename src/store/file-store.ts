@@ -23,6 +23,7 @@ import { isoSeconds, parseInstant } from '../time.js';
 import {
   StoreReadOnlyError,
   type AuditEntry,
+  type AuditQuery,
   type Company,
   type CompanyPatch,
   type CompanyUpdate,
@@ -420,8 +421,8 @@ export class FileKeyStore implements KeyStore {
   async appendAudit(entry: AuditEntry): Promise<void> {
     return this.memory.appendAudit(entry);
   }
-  async readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
-    return this.memory.readAudit(opts);
+  async readAudit(query: AuditQuery): Promise<AuditEntry[]> {
+    return this.memory.readAudit(query);
   }
   async publish(msg: Invalidation): Promise<void> {
     return this.memory.publish(msg);

@@ -1,7 +1,9 @@
 import { parseInstant } from '../time.js';
 import {
   countsAgainstCap,
+  matchesAudit,
   type AuditEntry,
+  type AuditQuery,
   type Company,
   type CompanyPatch,
   type CompanyUpdate,
@@ -122,9 +124,18 @@ export class MemoryKeyStore implements KeyStore {
     if (this.audit.length > AUDIT_CAP) this.audit.splice(0, this.audit.length - AUDIT_CAP);
   }
 
-  async readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
-    const rows = opts.companyId ? this.audit.filter((e) => e.companyId === opts.companyId) : this.audit;
-    return rows.slice(-opts.limit).reverse();
+  async readAudit(q: AuditQuery): Promise<AuditEntry[]> {
+    // Ids are increasing integers: a cursor that is not one matches nothing.
+    const after = q.after === undefined ? -Infinity : Number(q.after);
+    const before = q.before === undefined ? Infinity : Number(q.before);
+    const inRange = (e: AuditEntry) => Number(e.id) > after && Number(e.id) < before && matchesAudit(e, q);
+    const out: AuditEntry[] = [];
+    const forward = q.after !== undefined;
+    for (let i = 0; i < this.audit.length && out.length < q.limit; i++) {
+      const e = this.audit[forward ? i : this.audit.length - 1 - i]!;
+      if (inRange(e)) out.push({ ...e });
+    }
+    return out;
   }
 
   async publish(msg: Invalidation): Promise<void> {

@@ -2,19 +2,23 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
 import { parseInstant } from '../time.js';
 import { createInvalidationSubscriber, type InvalidationSubscriber } from './redis-invalidations.js';
-import type {
-  AuditEntry,
-  Company,
-  CompanyPatch,
-  CompanyUpdate,
-  CreateKeyResult,
-  Invalidation,
-  KeyPatch,
-  KeyRecord,
-  KeyStore,
+import {
+  matchesAudit,
+  type AuditEntry,
+  type AuditQuery,
+  type Company,
+  type CompanyPatch,
+  type CompanyUpdate,
+  type CreateKeyResult,
+  type Invalidation,
+  type KeyPatch,
+  type KeyRecord,
+  type KeyStore,
 } from './types.js';
 
 const AUDIT_MAXLEN = 10_000;
+/** Entries read per XRANGE/XREVRANGE call. */
+const AUDIT_PAGE = 500;
 
 // Every script below touches exactly ONE Redis key (KEYS[1]), so the layout stays Cluster-safe
 // without hash tags. Scripts are atomic: no other command runs between their read and their write.
@@ -341,20 +345,25 @@ export class RedisKeyStore implements KeyStore {
     );
   }
 
-  async readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
+  async readAudit(q: AuditQuery): Promise<AuditEntry[]> {
     const out: AuditEntry[] = [];
-    let end = '+';
-    // Page backwards until enough entries of the wanted company are found or the stream ends.
-    for (let pages = 0; pages < 20 && out.length < opts.limit; pages++) {
-      const rows = await this.client.xrevrange(this.prefix + 'audit', end, '-', 'COUNT', 500);
+    const key = this.prefix + 'audit';
+    const forward = q.after !== undefined;
+    // Exclusive bounds (`(id`): each page starts after the last entry of the one before.
+    let from = forward ? `(${q.after}` : q.before !== undefined ? `(${q.before}` : '+';
+    // Page through the stream until enough entries match or it ends: at most the whole capped
+    // stream is read, never more.
+    for (let pages = 0; pages <= AUDIT_MAXLEN / AUDIT_PAGE && out.length < q.limit; pages++) {
+      const rows = forward
+        ? await this.client.xrange(key, from, '+', 'COUNT', AUDIT_PAGE)
+        : await this.client.xrevrange(key, from, '-', 'COUNT', AUDIT_PAGE);
       for (const [id, fields] of rows) {
-        if (end !== '+' && id === end) continue;
         const entry = { ...(JSON.parse(fields[1] ?? '{}') as AuditEntry), id };
-        if (!opts.companyId || entry.companyId === opts.companyId) out.push(entry);
-        if (out.length >= opts.limit) break;
+        if (matchesAudit(entry, q)) out.push(entry);
+        if (out.length >= q.limit) break;
       }
-      if (rows.length < 500) break;
-      end = rows[rows.length - 1]![0];
+      if (rows.length < AUDIT_PAGE) break;
+      from = `(${rows[rows.length - 1]![0]}`;
     }
     return out;
   }

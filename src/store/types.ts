@@ -127,6 +127,33 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
 }
 
+/**
+ * What `readAudit` returns: at most `limit` entries that match every filter given. Newest first,
+ * or oldest first when `after` is given (an export that resumes where it stopped). `before` and
+ * `after` are entry ids from an earlier answer (exclusive); `from` (inclusive) and `to` (exclusive)
+ * are UTC timestamps compared with `at`; `events` lists the wanted event names. A store reads at
+ * most its whole capped trail to answer, never more.
+ */
+export interface AuditQuery {
+  limit: number;
+  companyId?: string;
+  events?: readonly string[];
+  from?: string;
+  to?: string;
+  before?: string;
+  after?: string;
+}
+
+/** Whether an audit entry passes a query's filters (company, events, time range); not the cursors. */
+export function matchesAudit(e: AuditEntry, q: AuditQuery): boolean {
+  return (
+    (q.companyId === undefined || e.companyId === q.companyId) &&
+    (q.events === undefined || q.events.includes(e.event)) &&
+    (q.from === undefined || e.at >= q.from) &&
+    (q.to === undefined || e.at < q.to)
+  );
+}
+
 /** Outcome of a key insert that respects the active-key cap. */
 export type CreateKeyResult = { ok: true } | { ok: false; reason: 'company_not_found' | 'too_many_keys' };
 
@@ -201,7 +228,8 @@ export interface KeyStore {
 
   /** Appends to the capped audit trail. */
   appendAudit(entry: AuditEntry): Promise<void>;
-  readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]>;
+  /** Entries of the capped trail that match `query` (see `AuditQuery`); ids are cursors. */
+  readAudit(query: AuditQuery): Promise<AuditEntry[]>;
 
   /** Broadcasts an invalidation to every instance (including this one). */
   publish(msg: Invalidation): Promise<void>;

@@ -3,8 +3,11 @@ import { DAY_MS, emptyCounts, HOUR_MS, USAGE_FIELDS, type UsageBucket, type Usag
 
 /** Reads stored hourly counts (Redis or this process's memory). */
 export interface UsageReader {
-  /** Counts of `companyId` for each hour start (ms) asked; hours without counts may be absent. */
-  readHours(companyId: string, hours: number[]): Promise<Map<number, UsageCounts>>;
+  /**
+   * Counts of `companyId` (or of its key `keyId`) for each hour start (ms) asked; hours without
+   * counts may be absent.
+   */
+  readHours(companyId: string, hours: number[], keyId?: string): Promise<Map<number, UsageCounts>>;
 }
 
 /** Bucket size of a usage answer. */
@@ -72,7 +75,7 @@ function instantOf(v: unknown): number | null {
 }
 
 /**
- * The usage report of one company over a validated range: every bucket of the range, in order,
+ * The usage report of one company (or of one of its keys, `opts.keyId`) over a validated range: every bucket of the range, in order,
  * zeros included. Hours older than the retention are not read (they have expired). Rejects only
  * when the reader does (store outage).
  */
@@ -80,14 +83,16 @@ export async function readUsage(
   reader: UsageReader,
   companyId: string,
   range: UsageRange,
-  opts: { now: number; retentionDays: number },
+  opts: { now: number; retentionDays: number; keyId?: string },
 ): Promise<UsageReport> {
   const oldest = opts.now - opts.retentionDays * DAY_MS - HOUR_MS;
   const hours: number[] = [];
   for (let h = Math.max(range.fromMs, Math.floor(oldest / HOUR_MS) * HOUR_MS); h < range.toMs; h += HOUR_MS) {
     if (h <= opts.now) hours.push(h);
   }
-  const stored = hours.length ? await reader.readHours(companyId, hours) : new Map<number, UsageCounts>();
+  const stored = hours.length
+    ? await reader.readHours(companyId, hours, opts.keyId)
+    : new Map<number, UsageCounts>();
   const size = range.granularity === 'hour' ? HOUR_MS : DAY_MS;
   const buckets: UsageBucket[] = [];
   for (let b = range.fromMs; b < range.toMs; b += size)

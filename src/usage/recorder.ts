@@ -31,15 +31,22 @@ export class UsageRecorder {
     this.timer?.unref();
   }
 
-  /** Counts one finished request of a known company (see `countsFor`). */
-  record(companyId: string, error: ErrorCode | undefined, status: number): void {
+  /**
+   * Counts one finished request of a known company (see `countsFor`), and of its key when the
+   * key is known: one more map lookup per request, a new entry only for a key's first request
+   * of the hour.
+   */
+  record(companyId: string, error: ErrorCode | undefined, status: number, keyId?: string): void {
     const fields = countsFor(error, status);
     if (!fields.length) return;
-    const counts = this.countsOf(companyId, hourStart(this.now()));
-    for (const f of fields) counts[f]++;
+    const delta = this.deltaOf(companyId, hourStart(this.now()));
+    for (const f of fields) delta.counts[f]++;
+    if (keyId === undefined) return;
+    const byKey = keyCountsOf(delta, keyId);
+    for (const f of fields) byKey[f]++;
   }
 
-  private countsOf(companyId: string, hour: number): UsageCounts {
+  private deltaOf(companyId: string, hour: number): UsageDelta {
     let hours = this.pending.get(companyId);
     if (!hours) {
       hours = new Map();
@@ -50,7 +57,7 @@ export class UsageRecorder {
       d = { companyId, hour, counts: emptyCounts() };
       hours.set(hour, d);
     }
-    return d.counts;
+    return d;
   }
 
   /** Writes the counts gathered so far; resolves when written (or put back after a failure). */
@@ -71,8 +78,12 @@ export class UsageRecorder {
       this.opts.onFlush?.({ ok: true, entries: batch.length });
     } catch (error) {
       for (const d of batch) {
-        const counts = this.countsOf(d.companyId, d.hour);
-        for (const f of USAGE_FIELDS) counts[f] += d.counts[f];
+        const back = this.deltaOf(d.companyId, d.hour);
+        for (const f of USAGE_FIELDS) back.counts[f] += d.counts[f];
+        for (const [keyId, counts] of d.keys ?? []) {
+          const byKey = keyCountsOf(back, keyId);
+          for (const f of USAGE_FIELDS) byKey[f] += counts[f];
+        }
       }
       this.opts.onFlush?.({ ok: false, entries: batch.length, error });
     }
@@ -84,4 +95,12 @@ export class UsageRecorder {
     await this.flushing;
     await this.flush();
   }
+}
+
+/** The counts of one key in a delta, created at its first request of the hour. */
+function keyCountsOf(delta: UsageDelta, keyId: string): UsageCounts {
+  delta.keys ??= new Map();
+  let c = delta.keys.get(keyId);
+  if (!c) delta.keys.set(keyId, (c = emptyCounts()));
+  return c;
 }

@@ -409,7 +409,6 @@ const WITHOUT_UNIT_TEST: Record<string, string> = {
   'http/route-proxies.ts': 'a helper of the forward step: test/unit/http/steps/forward.test.ts',
   'http/steps/presented-key-in-url.ts': 'test/integration/url-key-material.test.ts',
   'observability/cluster-metrics.ts': 'serve --workers: test/integration/operations.test.ts',
-  'observability/metrics.ts': 'through the steps that count: test/unit/http/steps/',
   'ratelimit/lease-limiter.ts': 'against Redis: test/integration/lease-limiter.test.ts',
   'redis/connection.ts': 'every Redis test; Cluster and Sentinel: test/scale/',
   'request-state.ts': 'types and the state constructor, used by every step test',

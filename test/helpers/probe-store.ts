@@ -1,5 +1,6 @@
 import type {
   AuditEntry,
+  AuditQuery,
   Company,
   CompanyPatch,
   CompanyUpdate,
@@ -151,7 +152,7 @@ export class ProbeKeyStore implements KeyStore {
   appendAudit(entry: AuditEntry): Promise<void> {
     return this.around('appendAudit', [entry], () => this.inner.appendAudit(entry));
   }
-  readAudit(opts: { limit: number; companyId?: string }): Promise<AuditEntry[]> {
+  readAudit(opts: AuditQuery): Promise<AuditEntry[]> {
     return this.around('readAudit', [opts], () => this.inner.readAudit(opts));
   }
   publish(msg: Invalidation): Promise<void> {

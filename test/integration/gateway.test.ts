@@ -368,7 +368,8 @@ describe('gateway on Redis: the request path end to end', () => {
     assert.equal(ok.keyId, keys.acme!.id);
     assert.match(String(ok.requestId), /^[0-9a-f-]{36}$/);
     assert.equal(typeof ok.durationMs, 'number');
-    assert.match(String(ok.time), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    assert.match(String(ok.time), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assert.equal(ok.trace_id, undefined, 'no trace id with tracing off');
     const text = t.logText();
     for (const k of allKeys) {
       assert.ok(!text.includes(k), 'a key appears in the log');

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
-import { startTestGateway } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, startTestGateway } from '../helpers/gateway.js';
 import { eventually, send } from '../helpers/http.js';
 import { freePort, startRedis, type TestRedis } from '../helpers/redis.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -129,7 +130,13 @@ describe('operations', () => {
         200,
       ).catch(() => undefined);
       assert.equal(total(), 70, 'the scrape counts the requests of every worker');
-      assert.match(m, /gateway_process_cpu_seconds_total/);
+      // Process and Node metrics under their standard names, summed or combined by prom-client.
+      assert.match(m, /^process_cpu_seconds_total \d/m);
+      assert.match(m, /^nodejs_heap_size_used_bytes \d/m);
+      assert.doesNotMatch(m, /gateway_process_|gateway_nodejs_/);
+      // One build, whatever the number of workers; latency by route and status class.
+      assert.match(m, /^gateway_build_info\{version="[^"]+",node_version="v[\d.]+",commit="[^"]+"\} 1$/m);
+      assert.match(m, /gateway_request_duration_seconds_count\{[^}]*status_class="4xx"[^}]*\} 10$/m);
       proc.kill('SIGTERM');
       assert.equal(await exited(proc), 0);
     } finally {
@@ -186,6 +193,20 @@ describe('operations', () => {
       });
       assert.equal(status, 200);
       assert.equal(upstream.received[0]?.headers['x-forwarded-proto'], 'https');
+      // The expiry gauge says when the served certificate stops being valid.
+      const notAfter = Date.parse(new X509Certificate(readFileSync(join(dir, 'cert.pem'))).validTo) / 1000;
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${t.adminPort}/metrics`, {
+          headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+        })
+      ).text();
+      assert.match(
+        metrics,
+        new RegExp(
+          `^gateway_tls_certificate_expiry_timestamp_seconds\\{listener="server"\\} ${notAfter}$`,
+          'm',
+        ),
+      );
     } finally {
       await t.close();
     }

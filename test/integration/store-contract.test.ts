@@ -18,6 +18,7 @@ import {
 import { isoSeconds } from '../../src/time.js';
 import { eventually } from '../helpers/http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { auditPagingContract, auditQueryContract } from '../helpers/audit-contract.js';
 import { storeConcurrencySuite } from '../helpers/store-concurrency.js';
 import { FIELD_CASES, keyFileWith } from '../helpers/field-cases.js';
 import { AdminService } from '../../src/admin/service.js';
@@ -234,6 +235,9 @@ function writableContract(
       assert.ok(last.every((e) => typeof e.id === 'string'));
     });
 
+    auditQueryContract(() => store, name);
+    auditPagingContract(() => store, name);
+
     test('publish reaches subscribers', async () => {
       const got: Invalidation[] = [];
       store.subscribe((m) => got.push(m));
@@ -393,6 +397,9 @@ ${keys}
     assert.match(t2, /companies\.0\.scopes\.0\.route: not a configured route prefix \(\/notify\/v1\)/);
     assert.match(t2, /companies\.0\.keys\.0\.scopes\.0\.paths\.0: must be \/notify\/v1 or a path under it/);
   });
+
+  // The audit trail of a file store lives in the gateway's memory (written by the gateway itself).
+  auditQueryContract(() => store, 'file');
 
   test('writes are refused with StoreReadOnlyError', async () => {
     await assert.rejects(store.createCompany(company('x')), StoreReadOnlyError);

@@ -124,6 +124,9 @@ describe('OpenTelemetry tracing, in-memory exporter', () => {
     assert.ok(!dump.includes(key), 'the key is in a span');
     assert.ok(!dump.includes(key.slice(8)), 'the key body is in a span');
     assert.ok(!dump.includes('someone'), 'the query is in a span');
+    // The access line names the trace, so a log store links it to the spans.
+    const line = t.logs().find((l) => l.msg === 'request' && l.requestId === r.headers['x-request-id']);
+    assert.equal(line?.trace_id, server.spanContext().traceId);
   });
 
   test('a refused request: decision and status on the server span, no upstream span', async () => {

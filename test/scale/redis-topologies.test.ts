@@ -19,6 +19,7 @@ import {
   revocationReachesAll,
   startGateways,
 } from '../helpers/scale.js';
+import { auditPagingContract, auditQueryContract } from '../helpers/audit-contract.js';
 import { storeConcurrencySuite } from '../helpers/store-concurrency.js';
 import {
   redisCmd,
@@ -166,6 +167,8 @@ function clusterStoreContract(ctx: () => ScaleContext<TestCluster>): void {
     });
     after(async () => store?.close());
     storeConcurrencySuite(() => store, 'cluster');
+    auditQueryContract(() => store, 'cluster');
+    auditPagingContract(() => store, 'cluster');
   });
 }
 

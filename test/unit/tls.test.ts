@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdtempSync, renameSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { createLogger } from '../../src/observability/logger.js';
-import { readTlsFiles, watchTlsFiles } from '../../src/tls.js';
+import { certificateExpiry, readTlsFiles, watchTlsFiles } from '../../src/tls.js';
 import { eventually } from '../helpers/http.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ng-tls-unit-'));
 
-function selfSigned(cn: string): { certFile: string; keyFile: string } {
+function selfSigned(cn: string, days = 1): { certFile: string; keyFile: string } {
   const certFile = join(dir, `${cn}.crt`);
   const keyFile = join(dir, `${cn}.key`);
   execFileSync(
@@ -28,7 +28,7 @@ function selfSigned(cn: string): { certFile: string; keyFile: string } {
       '-out',
       certFile,
       '-days',
-      '1',
+      String(days),
       '-subj',
       `/CN=${cn}`,
     ],
@@ -67,6 +67,26 @@ describe('readTlsFiles', () => {
   });
 });
 
+describe('certificateExpiry', () => {
+  const notAfter = (file: string) => Date.parse(new X509Certificate(readFileSync(file)).validTo) / 1000;
+
+  test("a certificate's notAfter in Unix seconds; the earliest of a chain", () => {
+    const long = selfSigned('long', 30);
+    assert.equal(certificateExpiry(readFileSync(long.certFile)), notAfter(long.certFile));
+    const chain = Buffer.concat([readFileSync(long.certFile), readFileSync(a.certFile)]);
+    assert.equal(certificateExpiry(chain), notAfter(a.certFile));
+    assert.ok(notAfter(a.certFile) < notAfter(long.certFile));
+  });
+
+  test('null when nothing parses', () => {
+    assert.equal(certificateExpiry(''), null);
+    assert.equal(
+      certificateExpiry('-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----'),
+      null,
+    );
+  });
+});
+
 describe('watchTlsFiles', () => {
   test('installs a changed pair, skips a mismatched one, stops when asked', async () => {
     const live = { certFile: join(dir, 'live.crt'), keyFile: join(dir, 'live.key') };
@@ -86,11 +106,13 @@ describe('watchTlsFiles', () => {
         },
       }),
     });
+    const expiries: (number | null)[] = [];
     const stop = watchTlsFiles(server, live, {
       configKey: 'server.tls',
       logger,
       identity: readTlsFiles(live, 'server.tls').identity,
       intervalMs: 20,
+      onInstalled: (cert) => expiries.push(certificateExpiry(cert)),
     });
     try {
       await new Promise((r) => setTimeout(r, 100));
@@ -101,6 +123,11 @@ describe('watchTlsFiles', () => {
       replace(b.certFile, live.certFile);
       await eventually(async () => installed.length === 1, 2000, 20);
       assert.deepEqual(installed, ['CN=b']);
+      assert.deepEqual(
+        expiries,
+        [certificateExpiry(readFileSync(b.certFile))],
+        'the gauge follows the reload',
+      );
       const ok = lines.find((l) => l.msg === 'TLS certificate reloaded');
       assert.equal(ok?.subject, 'CN=b');
       assert.match(String(ok?.fingerprint256), /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);

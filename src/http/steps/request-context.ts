@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { RequestHandler } from 'express';
 import proxyAddr from 'proxy-addr';
-import { childCache, type GatewayMetrics } from '../../observability/metrics.js';
+import { routeStatusCache, statusClass, type GatewayMetrics } from '../../observability/metrics.js';
 import { unredactedChild, type Logger } from '../../observability/logger.js';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
 import type { KeyMatcher } from '../../guards/key-material.js';
@@ -59,11 +59,12 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
   if (!Array.isArray(opts.trustedProxies)) throw new TypeError('trustedProxies must be an array');
   const { requestIdHeader, acceptClientRequestId, metrics, keyMatcherOf } = opts;
   const trust = opts.trustedProxies.length ? proxyAddr.compile([...opts.trustedProxies]) : null;
-  const requestsBy = childCache(metrics.requests);
-  const durationBy = childCache(metrics.duration);
+  const requestsBy = routeStatusCache(metrics.requests, String);
+  const durationBy = routeStatusCache(metrics.duration, statusClass);
   const logRequest = createAccessLog(
     opts.logger,
     createLoggedPath({ checkUrlForKey: opts.checkUrlForKey, keyMatcherOf }),
+    keyMatcherOf,
   );
   const tracing = opts.tracing ?? TRACING_OFF;
 
@@ -94,12 +95,13 @@ export function createRequestContext(opts: RequestContextOptions): RequestHandle
       metrics.inflight.dec();
       const seconds = Number(process.hrtime.bigint() - state.start) / 1e9;
       const status = res.writableFinished ? res.statusCode : 0;
-      requestsBy(state.route, String(status)).inc();
-      durationBy(state.route).observe(seconds);
+      requestsBy(state.route, status).inc();
+      durationBy(state.route, status).observe(seconds);
+      const traceId = tracing.on ? tracing.traceIdOf(state) : undefined;
       if (tracing.on) tracing.endRequest(state, status);
       opts.onFinished?.(state, status);
       if (!opts.accessLog) return;
-      logRequest(req, res, state, status, seconds);
+      logRequest(req, res, state, status, seconds, traceId);
     });
     next();
   };
@@ -119,6 +121,11 @@ export const ACCESS_LINE_FIELDS = [
   'error',
   'denyReason',
   'clientIp',
+  'userAgent',
+  'bytesIn',
+  'bytesOut',
+  // OpenTelemetry's name for it in logs, which log stores link to the trace by.
+  'trace_id',
 ] as const;
 type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | boolean | undefined>;
 
@@ -126,7 +133,11 @@ type AccessLine = Record<(typeof ACCESS_LINE_FIELDS)[number], string | number | 
  * The access log line of one finished (or aborted) request. Written without the redaction pass
  * (`unredactedChild`): the line is `AccessLine`, fixed scalar fields, none of them redacted names.
  */
-function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: RequestState) => string) {
+function createAccessLog(
+  parent: Logger,
+  loggedPath: (req: IncomingMessage, st: RequestState) => string,
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher,
+) {
   const logger = unredactedChild(parent);
   return function logRequest(
     req: IncomingMessage,
@@ -134,7 +145,9 @@ function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: 
     state: RequestState,
     status: number,
     seconds: number,
+    traceId: string | undefined,
   ): void {
+    const bytes = connectionBytes(req.socket as MarkedSocket);
     const path = pathOf(req.url ?? '');
     // Probes hit every pod every few seconds: keep them out of the info-level access log.
     const log =
@@ -155,7 +168,58 @@ function createAccessLog(parent: Logger, loggedPath: (req: IncomingMessage, st: 
       error: state.error,
       denyReason: state.denyReason,
       clientIp: state.clientIp,
+      userAgent: loggedUserAgent(req, keyMatcherOf),
+      bytesIn: bytes.in,
+      bytesOut: bytes.out,
+      trace_id: traceId,
     };
     log.call(logger, line, 'request');
   };
+}
+
+/** What the access line shows for a user agent it does not log. */
+export const USER_AGENT_NOT_LOGGED = { tooLong: '[not logged: too long]', key: '[redacted: key material]' };
+/** Longest user agent logged as it is (browsers send about 150 characters). */
+const MAX_USER_AGENT = 512;
+/** A gateway key's shape, or a run as long as a key's random part: checked whatever the key header. */
+const KEY_SHAPED = /nk_[a-z][a-z0-9]{1,15}_|[0-9A-Za-z]{32}/;
+
+/**
+ * The request's `User-Agent` for the access line: a client-supplied value, so checked like every
+ * logged client value (threat model T5) with the request's key-material check (`keyMatcherOf`,
+ * made once per request and shared with the other steps), and for any key's shape; a longer one
+ * than 512 characters is not logged. The string is the header's own (no copy). Absent when the
+ * client sent none.
+ */
+function loggedUserAgent(
+  req: IncomingMessage,
+  keyMatcherOf: (req: IncomingMessage) => KeyMatcher,
+): string | undefined {
+  const ua = req.headers['user-agent'];
+  if (ua === undefined || ua === '') return undefined;
+  if (ua.length > MAX_USER_AGENT) return USER_AGENT_NOT_LOGGED.tooLong;
+  if (KEY_SHAPED.test(ua) || keyMatcherOf(req).holds(ua)) return USER_AGENT_NOT_LOGGED.key;
+  return ua;
+}
+
+/** A socket with the byte counts it had when its previous request ended. */
+type MarkedSocket = IncomingMessage['socket'] & { [READ_MARK]?: number; [WRITTEN_MARK]?: number };
+const READ_MARK = Symbol('bytesRead at the last request end');
+const WRITTEN_MARK = Symbol('bytesWritten at the last request end');
+const BYTES = { in: 0, out: 0 };
+
+/**
+ * Bytes read from and written to the connection since the previous request on it ended: this
+ * request's head and body each way (keep-alive requests follow each other on a connection; a
+ * pipelining client's next request may count in part). No allocation: the answer object is
+ * reused, read at once by the caller.
+ */
+function connectionBytes(socket: MarkedSocket): { in: number; out: number } {
+  const read = socket.bytesRead;
+  const written = socket.bytesWritten;
+  BYTES.in = read - (socket[READ_MARK] ?? 0);
+  BYTES.out = written - (socket[WRITTEN_MARK] ?? 0);
+  socket[READ_MARK] = read;
+  socket[WRITTEN_MARK] = written;
+  return BYTES;
 }

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { AUDIT_EVENTS } from '../../../src/admin/audit-query.js';
 import {
   CONSOLE_CSP,
   CONSOLE_DIR,
@@ -67,6 +68,26 @@ describe('createConsoleHandler', () => {
     return { base, close: () => new Promise<void>((r) => server.close(() => r())) };
   }
 
+  test('without a token the first screen of index.html is the companies one (data-mode)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'console-'));
+    writeFileSync(join(dir, 'index.html'), '<body data-mode="token">x</body>');
+    const body = async (tokenless: boolean) => {
+      const handler = createConsoleHandler({ tiers: ['free'], tokenless }, dir);
+      const server = createServer((req, res) => handler(req, res, () => res.end('next')));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      try {
+        const port = (server.address() as AddressInfo).port;
+        const r = await fetch(`http://127.0.0.1:${port}/console/`);
+        assert.equal(Number(r.headers.get('content-length')), (await r.clone().arrayBuffer()).byteLength);
+        return r.text();
+      } finally {
+        server.close();
+      }
+    };
+    assert.equal(await body(false), '<body data-mode="token">x</body>');
+    assert.equal(await body(true), '<body data-mode="tokenless">x</body>');
+  });
+
   test('serves the files read at start, with the CSP; nothing else', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'console-'));
     mkdirSync(join(dir, 'js'));
@@ -84,6 +105,9 @@ describe('createConsoleHandler', () => {
       assert.equal(js.headers.get('content-type'), 'text/javascript; charset=utf-8');
       assert.deepEqual(await (await fetch(`${s.base}/console/settings.json`)).json(), {
         tiers: ['free', 'gold'],
+        tierWindows: {},
+        auditEvents: [...AUDIT_EVENTS],
+        tokenless: false,
       });
       for (const p of [
         '/console/notes.txt',

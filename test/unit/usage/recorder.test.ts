@@ -65,3 +65,47 @@ test('MemoryUsageStore drops hours older than the retention', async () => {
   await store.add([{ companyId: 'a', hour: old, counts: { ...emptyCounts(), allowed: 1 } }]);
   assert.equal((await store.readHours('a', [old])).size, 0);
 });
+
+test("each key's share is counted beside its company's, and survives a failed flush", async () => {
+  let fail = true;
+  const store = new MemoryUsageStore(35, () => HOUR);
+  const r = new UsageRecorder({
+    store: {
+      kind: 'memory',
+      add: async (d) => {
+        if (fail) throw new Error('Connection is closed.');
+        await store.add(d);
+      },
+      readHours: (c, h, k) => store.readHours(c, h, k),
+    },
+    flushIntervalMs: 0,
+    now: () => HOUR,
+  });
+  r.record('a', undefined, 200, 'k1');
+  r.record('a', 'RATE_LIMITED', 429, 'k1');
+  await r.flush();
+  r.record('a', undefined, 500, 'k2');
+  r.record('a', 'COMPANY_INACTIVE', 403);
+  fail = false;
+  await r.close();
+  assert.deepEqual((await store.readHours('a', [HOUR])).get(HOUR), {
+    ...emptyCounts(),
+    allowed: 2,
+    rateLimited: 1,
+    refused: 1,
+    upstream2xx: 1,
+    upstream5xx: 1,
+  });
+  assert.deepEqual((await store.readHours('a', [HOUR], 'k1')).get(HOUR), {
+    ...emptyCounts(),
+    allowed: 1,
+    rateLimited: 1,
+    upstream2xx: 1,
+  });
+  assert.deepEqual((await store.readHours('a', [HOUR], 'k2')).get(HOUR), {
+    ...emptyCounts(),
+    allowed: 1,
+    upstream5xx: 1,
+  });
+  assert.equal((await store.readHours('a', [HOUR], 'k3')).size, 0);
+});

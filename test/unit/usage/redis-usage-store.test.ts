@@ -58,3 +58,30 @@ test('an outage rejects the flush (the recorder keeps the counts)', async () => 
   await assert.rejects(store.add([{ companyId: 'a', hour: H1, counts: { ...emptyCounts(), allowed: 1 } }]));
   dead.disconnect();
 });
+
+test("a key's share lives in its company's hash (no key of its own); each read sees only its fields", async () => {
+  const store = new RedisUsageStore(client, 'kq:', 35);
+  await store.add([
+    {
+      companyId: 'c',
+      hour: H2,
+      counts: { ...emptyCounts(), allowed: 3, upstream2xx: 3 },
+      keys: new Map([
+        ['k-1', { ...emptyCounts(), allowed: 2, upstream2xx: 2 }],
+        ['k-2', { ...emptyCounts(), allowed: 1, upstream2xx: 1 }],
+      ]),
+    },
+  ]);
+  assert.deepEqual(await client.keys('kq:*'), [`kq:u:c:${hourTag(H2)}`]);
+  assert.deepEqual((await store.readHours('c', [H2])).get(H2), {
+    ...emptyCounts(),
+    allowed: 3,
+    upstream2xx: 3,
+  });
+  assert.deepEqual((await store.readHours('c', [H2], 'k-1')).get(H2), {
+    ...emptyCounts(),
+    allowed: 2,
+    upstream2xx: 2,
+  });
+  assert.equal((await store.readHours('c', [H2], 'k-9')).size, 0);
+});

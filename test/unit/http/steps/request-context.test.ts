@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Agent, request as httpRequest } from 'node:http';
 import { after, describe, test } from 'node:test';
 import { generateApiKey } from '../../../../src/auth/api-key.js';
 import { DEFAULT_METHOD_OVERRIDE_PARAMS, DEFAULT_URL_KEY_PARAMS } from '../../../../src/config/schema.js';
@@ -153,6 +154,74 @@ describe('request context step', () => {
     assert.equal(log.lines()[0]!.level, 'debug');
     assert.equal(keyed.log.lines()[0]!.path, '[redacted: key in URL]');
     assert.doesNotMatch(JSON.stringify(keyed.log.lines()), /secret-value/);
+  });
+
+  test('user agent: logged as sent; not logged when it holds key material or is too long', async () => {
+    const key = generateApiKey('live');
+    const other = generateApiKey('test');
+    const { srv, log } = await start();
+    const cases: [Record<string, string>, string | undefined][] = [
+      [{ 'User-Agent': 'curl/8.5.0' }, 'curl/8.5.0'],
+      [{}, undefined],
+      // The presented key's body, even without its nk_ prefix; another key whatever the header.
+      [{ 'User-Agent': `bot ${key.slice(8)}`, 'X-API-Key': key }, '[redacted: key material]'],
+      [{ 'User-Agent': `bot/${other}` }, '[redacted: key material]'],
+      [{ 'User-Agent': 'x'.repeat(600) }, '[not logged: too long]'],
+    ];
+    for (const [headers] of cases) await send(srv.port, '/x', { headers });
+    await eventually(async () => log.lines().length === cases.length, 2000);
+    assert.deepEqual(
+      log.lines().map((l) => l.userAgent),
+      cases.map(([, want]) => want),
+    );
+    const text = JSON.stringify(log.lines());
+    assert.ok(!text.includes(key.slice(8)) && !text.includes(other), 'no key material in any line');
+  });
+
+  test('bytes in and out are per request, also on a kept-alive connection; time in milliseconds', async () => {
+    const log = captureLogger();
+    const step = createRequestContext({
+      requestIdHeader: 'x-request-id',
+      acceptClientRequestId: false,
+      trustedProxies: [],
+      ...GUARDS,
+      accessLog: true,
+      logger: log.logger,
+      metrics: createMetrics({ processMetrics: false }),
+    });
+    const srv = await serveStep(step, {
+      state: false,
+      final: (req, res) => {
+        let n = 0;
+        req.on('data', (c: Buffer) => (n += c.length));
+        req.on('end', () => res.end('y'.repeat(n * 2)));
+      },
+    });
+    servers.push(srv);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (size: number) =>
+      new Promise<void>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: srv.port, path: '/up', method: 'POST', agent },
+          (res) => res.resume().on('end', resolve),
+        );
+        req.on('error', reject);
+        req.end('x'.repeat(size));
+      });
+    await post(5000);
+    await post(10);
+    agent.destroy();
+    await eventually(async () => log.lines().length === 2, 2000);
+    const [big, small] = log.lines() as { bytesIn: number; bytesOut: number; time: string }[];
+    // Head and body: the body's size, plus a head of some dozens of bytes.
+    assert.ok(big!.bytesIn > 5000 && big!.bytesIn < 5400, `in ${big!.bytesIn}`);
+    assert.ok(big!.bytesOut > 10_000 && big!.bytesOut < 10_400, `out ${big!.bytesOut}`);
+    assert.ok(
+      small!.bytesIn > 10 && small!.bytesIn < 400,
+      `in ${small!.bytesIn}: not the connection's total`,
+    );
+    assert.ok(small!.bytesOut > 20 && small!.bytesOut < 400, `out ${small!.bytesOut}`);
+    assert.match(big!.time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
   test('no access log line when the access log is off; metrics still count', async () => {
