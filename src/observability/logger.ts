@@ -33,13 +33,18 @@ export const REDACT_PATHS = [
  * (lines of one second stay in order; every timestamp inside a record keeps the gateway's
  * `YYYY-MM-DDTHH:MM:SSZ`). Writes asynchronously to stdout unless a destination is given (tests pass one to parse lines).
  */
-export function createLogger(opts: { level: string; destination?: DestinationStream }): Logger {
+export function createLogger(opts: {
+  level: string;
+  destination?: DestinationStream;
+  /** The clock for `time` (tests inject one); `Date.now` by default. */
+  now?: () => number;
+}): Logger {
   return pino(
     {
       level: opts.level,
       base: { service: 'notify-gateway' },
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-      timestamp: millisecondClock(),
+      timestamp: millisecondClock(opts.now ?? Date.now),
       formatters: { level: (label) => ({ level: label }) },
     },
     opts.destination ?? destination({ sync: false }),
@@ -50,11 +55,11 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
  * pino timestamp function: the date and time formatted once per second, the milliseconds added to
  * it per line (one string per line, the field itself).
  */
-function millisecondClock(): () => string {
+function millisecondClock(clock: () => number): () => string {
   let second = -1;
   let head = '';
   return () => {
-    const now = Date.now();
+    const now = clock();
     const s = Math.floor(now / 1000);
     if (s !== second) {
       second = s;

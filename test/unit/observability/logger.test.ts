@@ -8,7 +8,7 @@ import {
   unredactedChild,
 } from '../../../src/observability/logger.js';
 
-function capture(level = 'info') {
+function capture(level = 'info', now?: () => number) {
   const text: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -16,7 +16,7 @@ function capture(level = 'info') {
       cb();
     },
   });
-  return { logger: createLogger({ level, destination: sink }), text };
+  return { logger: createLogger({ level, destination: sink, ...(now ? { now } : {}) }), text };
 }
 
 test('REDACTED_NAMES: every name a redaction path ends in or starts from', () => {
@@ -53,11 +53,12 @@ test('the logger redacts a key, a hash and nested secrets; the unredacted child 
 });
 
 test('a record without redacted names is written byte for byte the same by both', () => {
-  const { logger, text } = capture();
+  const { logger, text } = capture('info', () => Date.UTC(2026, 0, 2, 3, 4, 5, 678));
   const line = { requestId: 'r1', method: 'GET', route: '/n', path: '/n/x', status: 200, durationMs: 1.5 };
   logger.info({ ...line }, 'request');
   unredactedChild(logger).info({ ...line }, 'request');
   assert.equal(text[0], text[1]);
+  assert.match(text[0]!, /"time":"2026-01-02T03:04:05\.678Z"/);
 });
 
 test('the unredacted child keeps the parent level', () => {
