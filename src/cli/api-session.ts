@@ -42,11 +42,16 @@ export function openApiSession(target: AdminApiTarget, io: CliIo): ApiSession {
       rotateKey: (keyId, input) => call('POST', `/keys/${id(keyId)}/rotate`, input ?? {}),
     },
     audit: {
+      // Every filter as a query parameter, as typed; the admin API checks them.
       readAudit: (o) =>
-        call('GET', '/audit', undefined, {
-          ...(o.limit !== undefined ? { limit: String(o.limit) } : {}),
-          ...(o.companyId !== undefined ? { companyId: o.companyId } : {}),
-        }),
+        call(
+          'GET',
+          '/audit',
+          undefined,
+          Object.fromEntries(
+            Object.entries(o).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]])),
+          ),
+        ),
     },
     usage: {
       readUsage: (companyId, query) => call('GET', `/companies/${id(companyId)}/usage`, undefined, query),

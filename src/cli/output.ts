@@ -61,6 +61,10 @@ const CLI_WORDS: Readonly<Record<string, string>> = {
   to: '--to',
   granularity: '--granularity',
   limit: '--limit',
+  companyId: '--company',
+  event: '--event',
+  before: '--before',
+  after: '--after',
 };
 
 /**
