@@ -38,6 +38,8 @@ export interface RequestState {
    */
   body?: Readable;
   upstreamTimedOut?: boolean;
+  /** Why the upstream request failed (a connect or socket error): the access line logs its cause. */
+  upstreamError?: Error;
   /** The client sent `Connection: close`: its connection is closed after the response. */
   clientClose?: boolean;
   bodyTooLarge?: boolean;

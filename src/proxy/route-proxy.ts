@@ -103,7 +103,8 @@ function createRouteProxyMiddleware(
         proxyRes.headers.connection = req.gw.clientClose || !res.shouldKeepAlive ? 'close' : 'keep-alive';
         applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
       },
-      error(_err, req, res) {
+      error(err, req, res) {
+        req.gw.upstreamError = err;
         answerProxyError(req, res);
       },
     },

@@ -45,6 +45,8 @@ describe('gateway on Redis: the request path end to end', () => {
       routes: [
         { prefix: '/notify/v1', target: upstream.url },
         { prefix: '/down/v1', target: `http://127.0.0.1:${closedPort}` },
+        // `.invalid` never resolves (RFC 2606).
+        { prefix: '/nohost/v1', target: 'http://backend.invalid:9090' },
         { prefix: '/slow/v1', target: slow.url, timeoutMs: 300 },
       ],
       rateLimit: {
@@ -281,10 +283,24 @@ describe('gateway on Redis: the request path end to end', () => {
     assert.equal(upstream.received.length, 3);
   });
 
-  test('502 when the upstream refuses the connection; 504 when it is too slow', async () => {
+  test('502 when the upstream refuses the connection; 504 when it is too slow; the access line says why', async () => {
+    /** The access line of the answer `r`, once written (on the response's close). */
+    const lineOf = async (r: { headers: Record<string, unknown> }) => {
+      const requestId = r.headers['x-request-id'];
+      const find = () => t.logs().find((l) => l.msg === 'request' && l.requestId === requestId);
+      await eventually(async () => find() !== undefined, 2000);
+      return find()!;
+    };
     const down = await send(t.port, '/down/v1/x', { headers: { 'X-API-Key': keys.acme!.key } });
     assert.equal(down.status, 502);
     assert.deepEqual(down.json, { error: 'Bad Gateway', details: 'Upstream service is unreachable' });
+    const downLine = await lineOf(down);
+    assert.equal(downLine.error, 'UPSTREAM_UNREACHABLE');
+    assert.match(String(downLine.upstreamError), /^ECONNREFUSED 127\.0\.0\.1:\d+$/);
+    // A name that does not resolve: the cause names it (EAI_AGAIN where no resolver answers).
+    const nohost = await send(t.port, '/nohost/v1/x', { headers: { 'X-API-Key': keys.acme!.key } });
+    assert.equal(nohost.status, 502);
+    assert.match(String((await lineOf(nohost)).upstreamError), /^(ENOTFOUND|EAI_AGAIN) backend\.invalid$/);
     const started = Date.now();
     const late = await send(t.port, '/slow/v1/x', { headers: { 'X-API-Key': keys.acme!.key } });
     assert.equal(late.status, 504);
@@ -294,6 +310,10 @@ describe('gateway on Redis: the request path end to end', () => {
     });
     // 300 ms timeout vs 4000 ms upstream: the 3000 ms bound leaves room for a loaded machine.
     assert.ok(Date.now() - started < 3000, 'answered at the route timeout, not when the upstream finished');
+    assert.equal((await lineOf(late)).upstreamError, 'upstream timeout');
+    // A request the upstream answered has no cause.
+    const ok = await send(t.port, '/notify/v1/health', { headers: { 'X-API-Key': keys.acme!.key } });
+    assert.equal((await lineOf(ok)).upstreamError, undefined);
   });
 
   test('client-sent trusted headers never reach the upstream, whatever their case, count or form', async () => {

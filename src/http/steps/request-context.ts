@@ -120,6 +120,7 @@ export const ACCESS_LINE_FIELDS = [
   'keyId',
   'error',
   'denyReason',
+  'upstreamError',
   'clientIp',
   'userAgent',
   'bytesIn',
@@ -167,6 +168,7 @@ function createAccessLog(
       keyId: state.key?.id,
       error: state.error,
       denyReason: state.denyReason,
+      upstreamError: state.upstreamError && upstreamCause(state.upstreamError),
       clientIp: state.clientIp,
       userAgent: loggedUserAgent(req, keyMatcherOf),
       bytesIn: bytes.in,
@@ -175,6 +177,22 @@ function createAccessLog(
     };
     log.call(logger, line, 'request');
   };
+}
+
+/** Most characters of an upstream failure's cause in the access line. */
+const MAX_CAUSE = 200;
+
+/**
+ * Why the upstream request failed, for the access line: the error's code with the host or address
+ * it concerns (`ENOTFOUND backend`, `ECONNREFUSED 127.0.0.1:9090`, `ECONNRESET`), else the
+ * gateway's own message (`upstream timeout`). Built from the error's fields, which name the
+ * configured target, never the client's request.
+ */
+export function upstreamCause(err: Error): string {
+  const e = err as NodeJS.ErrnoException & { hostname?: string; address?: string; port?: number };
+  if (typeof e.code !== 'string') return err.message.slice(0, MAX_CAUSE);
+  const where = e.hostname ?? (e.address !== undefined ? `${e.address}${e.port ? `:${e.port}` : ''}` : '');
+  return `${e.code}${where ? ` ${where}` : ''}`.slice(0, MAX_CAUSE);
 }
 
 /** What the access line shows for a user agent it does not log. */

@@ -5,7 +5,11 @@ import { generateApiKey } from '../../../../src/auth/api-key.js';
 import { DEFAULT_METHOD_OVERRIDE_PARAMS, DEFAULT_URL_KEY_PARAMS } from '../../../../src/config/schema.js';
 import { createKeyMatcherOf } from '../../../../src/guards/key-material.js';
 import { createUrlKeyGuard } from '../../../../src/guards/url-key-guard.js';
-import { ACCESS_LINE_FIELDS, createRequestContext } from '../../../../src/http/steps/request-context.js';
+import {
+  ACCESS_LINE_FIELDS,
+  createRequestContext,
+  upstreamCause,
+} from '../../../../src/http/steps/request-context.js';
 import { REDACTED_NAMES } from '../../../../src/observability/logger.js';
 import { createMetrics } from '../../../../src/observability/metrics.js';
 import { eventually, send } from '../../../helpers/http.js';
@@ -275,3 +279,20 @@ async function startKeyInUrl() {
   servers.push(srv);
   return { srv, log };
 }
+
+test('upstreamCause: the code and the host or address from the error fields, else the message', () => {
+  const err = (message: string, fields: Record<string, unknown>) => Object.assign(new Error(message), fields);
+  assert.equal(
+    upstreamCause(err('getaddrinfo ENOTFOUND backend', { code: 'ENOTFOUND', hostname: 'backend' })),
+    'ENOTFOUND backend',
+  );
+  assert.equal(
+    upstreamCause(
+      err('connect ECONNREFUSED 10.0.0.7:9090', { code: 'ECONNREFUSED', address: '10.0.0.7', port: 9090 }),
+    ),
+    'ECONNREFUSED 10.0.0.7:9090',
+  );
+  assert.equal(upstreamCause(err('socket hang up', { code: 'ECONNRESET' })), 'ECONNRESET');
+  assert.equal(upstreamCause(new Error('upstream timeout')), 'upstream timeout');
+  assert.equal(upstreamCause(new Error('x'.repeat(1000))).length, 200);
+});
