@@ -1,4 +1,4 @@
-// Starting the upstream and the five targets, each in its own process on its own 127.0.0.1 port.
+// Starting the upstream and the six targets, each in its own process on its own 127.0.0.1 port.
 // `nodeArgs` lets bench/profile.mjs add --cpu-prof.
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -59,6 +59,17 @@ export async function startExpressHpm(upstream, { keepAlive, nodeArgs = [], cpus
   });
   await waitForPort(port, child);
   return { name, child, port, gateway: false };
+}
+
+/** hpm-plain: http-proxy-middleware with a keep-alive agent on plain node:http, no Express. */
+export async function startHpmPlain(upstream, { nodeArgs = [], cpus } = {}) {
+  const port = await freePort();
+  const child = startProcess('hpm-plain', process.execPath, [...nodeArgs, join(SERVERS, 'hpm-plain.mjs')], {
+    env: { PORT: String(port), TARGET: upstream.url },
+    cpus,
+  });
+  await waitForPort(port, child);
+  return { name: 'hpm-plain', child, port, gateway: false };
 }
 
 export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
