@@ -11,7 +11,7 @@
 // Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5, measured run), BENCH_WARMUP (2, discarded),
 // BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,hpm-plain,node-http-raw,
 // gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
-// BENCH_UPLOAD (1; 0 skips the upload figures),
+// BENCH_UPLOAD (1; 0 skips the upload figures), BENCH_OVERLOAD (1; 0 skips bench/overload.mjs),
 // BENCH_QUIET_WAIT (60: seconds, in total, the bench may wait for other processes to leave core 0
 // before measured runs; 0 never waits).
 import { execFileSync, spawn } from 'node:child_process';
@@ -42,6 +42,7 @@ import {
   startUpstream,
 } from './lib/targets.mjs';
 import { ensureWrk, runWrk, writeWrkScript } from './lib/wrk.mjs';
+import { overloadReport, runOverload } from './overload.mjs';
 import { runUpload, uploadReport } from './upload.mjs';
 
 const env = process.env;
@@ -56,6 +57,7 @@ const WARMUP = intEnv('BENCH_WARMUP', 2, 0);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 32);
 const WITH_MEMORY = env.BENCH_MEMORY !== '0';
 const WITH_UPLOAD = env.BENCH_UPLOAD !== '0';
+const WITH_OVERLOAD = env.BENCH_OVERLOAD !== '0';
 const QUIET_WAIT_S = intEnv('BENCH_QUIET_WAIT', 60, 0);
 // The system under test and the load side, one core each.
 const SUT_CORE = 0;
@@ -90,7 +92,8 @@ const estimateS =
   QUIET_WAIT_S +
   30 +
   (WITH_MEMORY ? 30 : 0) +
-  (WITH_UPLOAD ? 90 : 0);
+  (WITH_UPLOAD ? 90 : 0) +
+  (WITH_OVERLOAD ? 45 : 0);
 if (estimateS * 1000 > TIME_LIMIT_MS) {
   throw new Error(`about ${estimateS} s of runs requested; the limit is ${TIME_LIMIT_MS / 1000} s`);
 }
@@ -284,6 +287,13 @@ async function main() {
     await stopAll();
   }
 
+  let overload = null;
+  if (WITH_OVERLOAD) {
+    log('overload: open loop at half and twice saturation (bench/overload.mjs)');
+    overload = await runOverload({ log });
+    await stopAll();
+  }
+
   const meta = {
     date: new Date().toISOString(),
     git: gitDescribe(),
@@ -301,12 +311,18 @@ async function main() {
     request: `${REQUEST_PATH} with X-API-Key; POST: ${REQUEST_BODY.length} B JSON body`,
     totalSeconds: Math.round((Date.now() - started) / 1000),
   };
-  const text = report(meta, summary, memory) + (upload ? uploadReport(upload) : '');
+  const text =
+    report(meta, summary, memory) +
+    (upload ? uploadReport(upload) : '') +
+    (overload ? overloadReport(overload) : '');
   process.stdout.write(text);
   const resultsDir = join(ROOT, 'bench/results');
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${meta.date.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ meta, summary, runs, memory, upload, table: text }, null, 2) + '\n');
+  writeFileSync(
+    file,
+    JSON.stringify({ meta, summary, runs, memory, upload, overload, table: text }, null, 2) + '\n',
+  );
   process.stdout.write(`\nraw results: ${file.slice(ROOT.length)}\n`);
 }
 

@@ -91,8 +91,9 @@ export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
  * A gateway config: one route to the upstream, one tier whose limit no run can reach (a 429 would
  * mean the bench measures refusals), admin API off, logging left at its defaults (info + access log).
  */
-function gatewayConfig({ port, upstream, keyFile, routes }) {
+function gatewayConfig({ port, upstream, keyFile, routes, extra }) {
   return {
+    ...extra,
     server: { host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
     admin: { enabled: false },
     routes: routes ?? [{ prefix: '/notify/v1', target: upstream.url }],
@@ -118,11 +119,14 @@ async function keyTools() {
   return { generateApiKey, hashApiKey };
 }
 
-/** gateway-file: the file store with one company and one key; `routes` replaces the one default route. */
+/**
+ * gateway-file: the file store with one company and one key; `routes` replaces the one default
+ * route, `config` adds top-level config sections (e.g. `overload`).
+ */
 export async function startGatewayFile(
   upstream,
   tmpDir,
-  { nodeArgs = [], name = 'gateway-file', cpus, routes } = {},
+  { nodeArgs = [], name = 'gateway-file', cpus, routes, config: extra } = {},
 ) {
   const { generateApiKey, hashApiKey } = await keyTools();
   const key = generateApiKey('live');
@@ -141,7 +145,7 @@ export async function startGatewayFile(
   );
   const port = await freePort();
   const config = join(tmpDir, 'gateway-file.yaml');
-  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile, routes })));
+  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile, routes, extra })));
   const child = startProcess(
     name,
     process.execPath,
