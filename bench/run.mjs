@@ -12,6 +12,7 @@
 // BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,hpm-plain,node-http-raw,
 // gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
 // BENCH_UPLOAD (1; 0 skips the upload figures), BENCH_OVERLOAD (1; 0 skips bench/overload.mjs),
+// BENCH_COLD_START (1; 0 skips bench/cold-start.mjs),
 // BENCH_QUIET_WAIT (60: seconds, in total, the bench may wait for other processes to leave core 0
 // before measured runs; 0 never waits).
 import { execFileSync, spawn } from 'node:child_process';
@@ -42,6 +43,7 @@ import {
   startUpstream,
 } from './lib/targets.mjs';
 import { ensureWrk, runWrk, writeWrkScript } from './lib/wrk.mjs';
+import { coldStartReport, runColdStart } from './cold-start.mjs';
 import { overloadReport, runOverload } from './overload.mjs';
 import { runUpload, uploadReport } from './upload.mjs';
 
@@ -58,6 +60,7 @@ const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 32);
 const WITH_MEMORY = env.BENCH_MEMORY !== '0';
 const WITH_UPLOAD = env.BENCH_UPLOAD !== '0';
 const WITH_OVERLOAD = env.BENCH_OVERLOAD !== '0';
+const WITH_COLD_START = env.BENCH_COLD_START !== '0';
 const QUIET_WAIT_S = intEnv('BENCH_QUIET_WAIT', 60, 0);
 // The system under test and the load side, one core each.
 const SUT_CORE = 0;
@@ -93,7 +96,8 @@ const estimateS =
   30 +
   (WITH_MEMORY ? 30 : 0) +
   (WITH_UPLOAD ? 90 : 0) +
-  (WITH_OVERLOAD ? 45 : 0);
+  (WITH_OVERLOAD ? 45 : 0) +
+  (WITH_COLD_START ? 40 : 0);
 if (estimateS * 1000 > TIME_LIMIT_MS) {
   throw new Error(`about ${estimateS} s of runs requested; the limit is ${TIME_LIMIT_MS / 1000} s`);
 }
@@ -294,6 +298,13 @@ async function main() {
     await stopAll();
   }
 
+  let coldStart = null;
+  if (WITH_COLD_START) {
+    log('cold start: --help, serve to /readyz (file, Redis), keys list (bench/cold-start.mjs)');
+    coldStart = await runColdStart({ log });
+    await stopAll();
+  }
+
   const meta = {
     date: new Date().toISOString(),
     git: gitDescribe(),
@@ -314,14 +325,15 @@ async function main() {
   const text =
     report(meta, summary, memory) +
     (upload ? uploadReport(upload) : '') +
-    (overload ? overloadReport(overload) : '');
+    (overload ? overloadReport(overload) : '') +
+    (coldStart ? coldStartReport(coldStart) : '');
   process.stdout.write(text);
   const resultsDir = join(ROOT, 'bench/results');
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(
     file,
-    JSON.stringify({ meta, summary, runs, memory, upload, overload, table: text }, null, 2) + '\n',
+    JSON.stringify({ meta, summary, runs, memory, upload, overload, coldStart, table: text }, null, 2) + '\n',
   );
   process.stdout.write(`\nraw results: ${file.slice(ROOT.length)}\n`);
 }
