@@ -12,7 +12,8 @@
 // BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,hpm-plain,node-http-raw,
 // gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
 // BENCH_UPLOAD (1; 0 skips the upload figures), BENCH_OVERLOAD (1; 0 skips bench/overload.mjs),
-// BENCH_COLD_START (1; 0 skips bench/cold-start.mjs),
+// BENCH_COLD_START (1; 0 skips bench/cold-start.mjs), BENCH_CONNECTIONS_IDLE (1; 0 skips
+// bench/connections.mjs),
 // BENCH_QUIET_WAIT (60: seconds, in total, the bench may wait for other processes to leave core 0
 // before measured runs; 0 never waits).
 import { execFileSync, spawn } from 'node:child_process';
@@ -44,6 +45,7 @@ import {
 } from './lib/targets.mjs';
 import { ensureWrk, runWrk, writeWrkScript } from './lib/wrk.mjs';
 import { coldStartReport, runColdStart } from './cold-start.mjs';
+import { connectionsReport, runConnections } from './connections.mjs';
 import { overloadReport, runOverload } from './overload.mjs';
 import { runUpload, uploadReport } from './upload.mjs';
 
@@ -61,6 +63,7 @@ const WITH_MEMORY = env.BENCH_MEMORY !== '0';
 const WITH_UPLOAD = env.BENCH_UPLOAD !== '0';
 const WITH_OVERLOAD = env.BENCH_OVERLOAD !== '0';
 const WITH_COLD_START = env.BENCH_COLD_START !== '0';
+const WITH_CONNECTIONS = env.BENCH_CONNECTIONS_IDLE !== '0';
 const QUIET_WAIT_S = intEnv('BENCH_QUIET_WAIT', 60, 0);
 // The system under test and the load side, one core each.
 const SUT_CORE = 0;
@@ -87,9 +90,9 @@ for (const t of SELECTED)
 const SCENARIOS = (env.BENCH_SCENARIOS || 'GET,POST').split(',').map((s) => s.trim().toUpperCase());
 for (const s of SCENARIOS) if (s !== 'GET' && s !== 'POST') throw new Error(`unknown scenario: ${s}`);
 
-// The whole run must stay under 10 minutes: refuse settings that cannot, and enforce it with a
+// The whole run must stay under 14 minutes: refuse settings that cannot, and enforce it with a
 // watchdog that stops everything.
-const TIME_LIMIT_MS = 9.5 * 60_000;
+const TIME_LIMIT_MS = 14 * 60_000;
 const estimateS =
   ROUNDS * SELECTED.length * SCENARIOS.length * (WARMUP + SECONDS + 1) +
   QUIET_WAIT_S +
@@ -97,7 +100,8 @@ const estimateS =
   (WITH_MEMORY ? 30 : 0) +
   (WITH_UPLOAD ? 90 : 0) +
   (WITH_OVERLOAD ? 45 : 0) +
-  (WITH_COLD_START ? 40 : 0);
+  (WITH_COLD_START ? 40 : 0) +
+  (WITH_CONNECTIONS ? 60 : 0);
 if (estimateS * 1000 > TIME_LIMIT_MS) {
   throw new Error(`about ${estimateS} s of runs requested; the limit is ${TIME_LIMIT_MS / 1000} s`);
 }
@@ -305,6 +309,12 @@ async function main() {
     await stopAll();
   }
 
+  let connections = null;
+  if (WITH_CONNECTIONS) {
+    connections = await runConnections({ log });
+    await stopAll();
+  }
+
   const meta = {
     date: new Date().toISOString(),
     git: gitDescribe(),
@@ -326,14 +336,20 @@ async function main() {
     report(meta, summary, memory) +
     (upload ? uploadReport(upload) : '') +
     (overload ? overloadReport(overload) : '') +
-    (coldStart ? coldStartReport(coldStart) : '');
+    (coldStart ? coldStartReport(coldStart) : '') +
+    (connections ? connectionsReport(connections) : '') +
+    `\ntotal run time: ${meta.totalSeconds} s\n`;
   process.stdout.write(text);
   const resultsDir = join(ROOT, 'bench/results');
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(
     file,
-    JSON.stringify({ meta, summary, runs, memory, upload, overload, coldStart, table: text }, null, 2) + '\n',
+    JSON.stringify(
+      { meta, summary, runs, memory, upload, overload, coldStart, connections, table: text },
+      null,
+      2,
+    ) + '\n',
   );
   process.stdout.write(`\nraw results: ${file.slice(ROOT.length)}\n`);
 }
@@ -474,7 +490,6 @@ function report(meta, summary, memory) {
       `  total RSS with ${m.keys.toLocaleString('en')} cached keys: ${fmt(m.final.rssMiB, 1)} MiB ` +
       `(heap used ${fmt(m.final.heapUsedMiB, 1)} MiB; bare process ${fmt(m.baseline.rssMiB, 1)} MiB)\n`;
   }
-  out += `\ntotal run time: ${meta.totalSeconds} s\n`;
   return out;
 }
 

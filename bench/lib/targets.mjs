@@ -91,10 +91,10 @@ export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
  * A gateway config: one route to the upstream, one tier whose limit no run can reach (a 429 would
  * mean the bench measures refusals), admin API off, logging left at its defaults (info + access log).
  */
-function gatewayConfig({ port, upstream, keyFile, routes, extra }) {
+function gatewayConfig({ port, upstream, keyFile, routes, extra = {} }) {
   return {
     ...extra,
-    server: { host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
+    server: { ...extra.server, host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
     admin: { enabled: false },
     routes: routes ?? [{ prefix: '/notify/v1', target: upstream.url }],
     store: { type: 'file', file: { path: keyFile ?? 'keys.yaml' } },
