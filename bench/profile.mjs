@@ -2,7 +2,7 @@
 //
 //   node bench/profile.mjs [target]   (BENCH_PROFILE_SECONDS=10, BENCH_CONNECTIONS=50)
 //
-// target: gateway-file (default), gateway-redis, node-http-raw, express-hpm-keepalive,
+// target: gateway-file (default), gateway-redis, node-http-raw, hpm-plain, express-hpm-keepalive,
 // express-hpm-default — the others are there to compare against the gateway's profile.
 // Starts the upstream and the target under `node --cpu-prof` (for gateway-file:
 // `node --cpu-prof dist/cli.js serve`, file store, one key, access log on), warms it up, loads it
@@ -42,6 +42,7 @@ import {
   startExpressHpm,
   startGatewayFile,
   startGatewayRedis,
+  startHpmPlain,
   startRawProxy,
   startUpstream,
 } from './lib/targets.mjs';
@@ -58,6 +59,7 @@ const STARTERS = {
   'gateway-file': (up, tmp, prof) => startGatewayFile(up, tmp, { nodeArgs: PROF(prof) }),
   'gateway-redis': (up, tmp, prof) => startGatewayRedis(up, tmp, { nodeArgs: PROF(prof) }),
   'node-http-raw': (up, _tmp, prof) => startRawProxy(up, { nodeArgs: PROF(prof) }),
+  'hpm-plain': (up, _tmp, prof) => startHpmPlain(up, { nodeArgs: PROF(prof) }),
   'express-hpm-keepalive': (up, _tmp, prof) => startExpressHpm(up, { keepAlive: true, nodeArgs: PROF(prof) }),
   'express-hpm-default': (up, _tmp, prof) => startExpressHpm(up, { keepAlive: false, nodeArgs: PROF(prof) }),
 };

@@ -86,6 +86,11 @@ export const ERRORS = {
     error: 'Service Unavailable',
     details: "The company's rate-limit tier is not configured on this gateway; the operator must fix it",
   },
+  OVERLOADED: {
+    status: 503,
+    error: 'Service Unavailable',
+    details: 'The gateway is at capacity; retry after the delay in Retry-After',
+  },
   UPSTREAM_TIMEOUT: {
     status: 504,
     error: 'Gateway Timeout',

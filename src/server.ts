@@ -31,13 +31,11 @@ import {
 import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
 import { createTracing, type Tracing } from './observability/tracing.js';
 import { AuthFailureLimiter, TierRateLimiter, type TierLimiterOptions } from './ratelimit/tier-limiter.js';
-import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
+import type { RedisClient } from './redis/connection.js';
 import { FileKeyStore, type FileReloadResult } from './store/file-store.js';
 import { MemoryKeyStore } from './store/memory-store.js';
-import { RedisKeyStore } from './store/redis-store.js';
 import type { AuditEntry, KeyStore } from './store/types.js';
 import { UsageRecorder } from './usage/recorder.js';
-import { RedisUsageStore } from './usage/redis-usage-store.js';
 import { MemoryUsageStore, type UsageStore } from './usage/usage-store.js';
 import { certificateExpiry, readTlsFiles, watchTlsFiles, type TlsFiles, type TlsMaterial } from './tls.js';
 
@@ -103,6 +101,11 @@ export async function createStore(
       return { store };
     }
     case 'redis': {
+      // Loaded when used: ioredis is not needed by a file-store gateway (start time).
+      const [{ createRedisClient, waitForReady }, { RedisKeyStore }] = await Promise.all([
+        import('./redis/connection.js'),
+        import('./store/redis-store.js'),
+      ]);
       const client = createRedisClient(config.store.redis, 'notify-gateway');
       const subscriber = createRedisClient(config.store.redis, 'notify-gateway-sub');
       logRedisErrors(client, logger, 'redis');
@@ -199,7 +202,7 @@ export async function startGateway(
   const limiter = createLimiter(config, limiterRedis.client, metrics, events?.onWindowUse);
   const verifier = createVerifier(config, store, metrics, logger);
   void reportMissingTiers(config, store, logger);
-  const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
+  const usage = await createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger, events?.bus);
   const ready = createReadinessCheck({
     store,
@@ -311,16 +314,20 @@ function createKeyInUrlHandler(
  * exact across instances; else in this process's memory (per instance). Flushes are counted in
  * `gateway_usage_flushes_total`; a failed one is logged (message only) and retried.
  */
-function createUsage(
+async function createUsage(
   config: Readonly<GatewayConfig>,
   redis: RedisClient | undefined,
   metrics: GatewayMetrics,
   logger: Logger,
-): { recorder: UsageRecorder; store: UsageStore; onFinished: AppDeps['onRequestFinished'] } | null {
+): Promise<{ recorder: UsageRecorder; store: UsageStore; onFinished: AppDeps['onRequestFinished'] } | null> {
   if (!config.usage.enabled) return null;
   const { retentionDays, flushIntervalMs } = config.usage;
   const store: UsageStore = redis
-    ? new RedisUsageStore(redis, config.store.redis.keyPrefix, retentionDays)
+    ? new (await import('./usage/redis-usage-store.js')).RedisUsageStore(
+        redis,
+        config.store.redis.keyPrefix,
+        retentionDays,
+      )
     : new MemoryUsageStore(retentionDays);
   const { flushes } = createUsageMetrics(metrics.registry);
   const recorder = new UsageRecorder({
@@ -450,6 +457,7 @@ async function createLimiterRedis(
   storeRedis: RedisClient | undefined,
 ): Promise<LimiterRedis> {
   if (storeRedis || !config.rateLimit.redisUrl) return { client: storeRedis, own: undefined };
+  const { createRedisClient, waitForReady } = await import('./redis/connection.js');
   const own = createRedisClient(
     { ...config.store.redis, url: config.rateLimit.redisUrl },
     'notify-gateway-limiter',

@@ -28,6 +28,9 @@ function percentile(sorted, p) {
 function run(opts) {
   return new Promise((resolve, reject) => {
     const latencies = [];
+    // The answers the target admitted (2xx), apart: under overload the refusals are fast and would
+    // hide how long admitted requests took.
+    const admitted = [];
     const instance = autocannon(
       {
         url: opts.url,
@@ -38,16 +41,21 @@ function run(opts) {
         pipelining: opts.pipelining,
         duration: opts.duration,
         timeout: 10,
+        ...(opts.overallRate && { overallRate: opts.overallRate }),
       },
       (err, r) => {
         if (err) return reject(err);
         const sorted = Float64Array.from(latencies).sort();
+        const sorted2xx = Float64Array.from(admitted).sort();
         resolve({
           requests: r.requests.total,
           durationS: r.duration,
           rps: r.requests.total / r.duration,
           p50Ms: percentile(sorted, 50),
           p99Ms: percentile(sorted, 99),
+          admitted: sorted2xx.length,
+          admittedP50Ms: percentile(sorted2xx, 50),
+          admittedP99Ms: percentile(sorted2xx, 99),
           autocannon: {
             rpsAverage: r.requests.average,
             p50: r.latency.p50,
@@ -61,7 +69,10 @@ function run(opts) {
         });
       },
     );
-    instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
+    instance.on('response', (_client, status, _bytes, ms) => {
+      latencies.push(ms);
+      if (status >= 200 && status < 300) admitted.push(ms);
+    });
   });
 }
 

@@ -290,3 +290,13 @@ export async function waitForQuiet({ maxWaitMs, thresholdCores = 0.25, sampleMs 
     if (waitedMs + sampleMs > maxWaitMs) return { waitedMs, cores, quiet: false };
   }
 }
+
+/** Resident memory of `pid` in bytes (VmRSS of /proc/<pid>/status); 0 once it is gone. */
+export function rssBytes(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}

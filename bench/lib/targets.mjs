@@ -1,4 +1,4 @@
-// Starting the upstream and the five targets, each in its own process on its own 127.0.0.1 port.
+// Starting the upstream and the six targets, each in its own process on its own 127.0.0.1 port.
 // `nodeArgs` lets bench/profile.mjs add --cpu-prof.
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -61,6 +61,17 @@ export async function startExpressHpm(upstream, { keepAlive, nodeArgs = [], cpus
   return { name, child, port, gateway: false };
 }
 
+/** hpm-plain: http-proxy-middleware with a keep-alive agent on plain node:http, no Express. */
+export async function startHpmPlain(upstream, { nodeArgs = [], cpus } = {}) {
+  const port = await freePort();
+  const child = startProcess('hpm-plain', process.execPath, [...nodeArgs, join(SERVERS, 'hpm-plain.mjs')], {
+    env: { PORT: String(port), TARGET: upstream.url },
+    cpus,
+  });
+  await waitForPort(port, child);
+  return { name: 'hpm-plain', child, port, gateway: false };
+}
+
 export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
   const port = await freePort();
   const child = startProcess(
@@ -80,9 +91,10 @@ export async function startRawProxy(upstream, { nodeArgs = [], cpus } = {}) {
  * A gateway config: one route to the upstream, one tier whose limit no run can reach (a 429 would
  * mean the bench measures refusals), admin API off, logging left at its defaults (info + access log).
  */
-function gatewayConfig({ port, upstream, keyFile, routes }) {
+function gatewayConfig({ port, upstream, keyFile, routes, extra = {} }) {
   return {
-    server: { host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
+    ...extra,
+    server: { ...extra.server, host: '127.0.0.1', port, shutdownTimeoutMs: 2000 },
     admin: { enabled: false },
     routes: routes ?? [{ prefix: '/notify/v1', target: upstream.url }],
     store: { type: 'file', file: { path: keyFile ?? 'keys.yaml' } },
@@ -107,11 +119,14 @@ async function keyTools() {
   return { generateApiKey, hashApiKey };
 }
 
-/** gateway-file: the file store with one company and one key; `routes` replaces the one default route. */
+/**
+ * gateway-file: the file store with one company and one key; `routes` replaces the one default
+ * route, `config` adds top-level config sections (e.g. `overload`).
+ */
 export async function startGatewayFile(
   upstream,
   tmpDir,
-  { nodeArgs = [], name = 'gateway-file', cpus, routes } = {},
+  { nodeArgs = [], name = 'gateway-file', cpus, routes, config: extra } = {},
 ) {
   const { generateApiKey, hashApiKey } = await keyTools();
   const key = generateApiKey('live');
@@ -130,7 +145,7 @@ export async function startGatewayFile(
   );
   const port = await freePort();
   const config = join(tmpDir, 'gateway-file.yaml');
-  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile, routes })));
+  writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile, routes, extra })));
   const child = startProcess(
     name,
     process.execPath,

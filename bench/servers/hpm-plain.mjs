@@ -1,5 +1,6 @@
-// http-proxy-middleware with a keep-alive agent behind a plain node:http server (no Express): shows
-// what Express itself costs per request in the bare stack (bench/ab.mjs target `hpm-plain`).
+// http-proxy-middleware with a keep-alive agent behind a plain node:http server (no Express): the
+// proxy library the gateway forwards with, alone. The ceiling the gateway's own work is measured
+// against (bench target `hpm-plain`).
 import { Agent, createServer } from 'node:http';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { boundedLru } from '../auth/lru.js';
 import type { KeyRecord } from '../store/types.js';
 import type { AdminService } from './service.js';
 
@@ -22,7 +22,7 @@ export interface ExpiryAuditorOptions {
  */
 export function createExpiryAuditor(opts: ExpiryAuditorOptions): (key: KeyRecord) => void {
   const { auditor } = opts;
-  const seen = new LRUCache<string, true>({ max: opts.maxEntries ?? 10_000 });
+  const seen = boundedLru<string, true>(opts.maxEntries ?? 10_000);
   return function onKeyExpired(key) {
     if (seen.has(key.id)) return;
     seen.set(key.id, true);

@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedLru } from './lru.js';
 import { GatewayError } from '../errors.js';
 import { type Company, type Invalidation, type KeyRecord, type KeyStore } from '../store/types.js';
 import { isoSeconds, parseInstant } from '../time.js';
@@ -116,8 +117,8 @@ export class KeyVerifier {
 
   constructor(private readonly opts: VerifierOptions) {
     this.keys = new KeyEntries(opts.maxEntries);
-    this.companies = new LRUCache({ max: Math.max(100, Math.ceil(opts.maxEntries / 4)) });
-    this.touched = new LRUCache({ max: opts.maxEntries });
+    this.companies = boundedLru(Math.max(100, Math.ceil(opts.maxEntries / 4)));
+    this.touched = boundedLru(opts.maxEntries);
     this.now = opts.now ?? Date.now;
     opts.store.subscribe((msg) => this.invalidate(msg));
   }
@@ -404,8 +405,8 @@ class KeyEntries implements EntryCache<KeyRecord> {
   private readonly unknown: LRUCache<string, number>;
 
   constructor(maxEntries: number) {
-    this.known = new LRUCache({ max: maxEntries });
-    this.unknown = new LRUCache({ max: maxEntries });
+    this.known = boundedLru(maxEntries);
+    this.unknown = boundedLru(maxEntries);
   }
 
   get(hash: string): Entry<KeyRecord | null> | undefined {

@@ -32,6 +32,14 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'server.shutdownTimeoutMs':
     'On SIGTERM/SIGINT, how long in-flight requests may take to finish before they are cut.',
 
+  overload:
+    'Graceful overload, per process (each `--workers` worker on its own): past either bound a new request is answered 503 `OVERLOADED` with `Retry-After` at once, before its key is looked up, instead of queueing (docs/operations.md, "Overload"). `/healthz` and `/readyz` are never refused.',
+  'overload.maxInFlight':
+    'Requests served at once (admitted, not yet answered, whatever the upstream takes). Size it by Little’s law: the throughput wanted × the upstream’s slowest acceptable latency. `0` = no bound.',
+  'overload.maxEventLoopDelayMs':
+    'Event-loop delay past which new requests are refused: the process is busier than it can keep up with (sampled every 20 ms; two late samples in a row, so one pause refuses nothing). `0` = not watched.',
+  'overload.retryAfterSeconds': '`Retry-After` of the 503 `OVERLOADED` answer.',
+
   admin: 'The admin API, `/metrics`, the admin probes and the console: their own listener.',
   'admin.enabled': 'Run the admin listener at all.',
   'admin.host':

@@ -197,6 +197,14 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    overload: z
+      .object({
+        maxInFlight: z.coerce.number().int().min(0).max(1_000_000).default(1024),
+        maxEventLoopDelayMs: z.coerce.number().int().min(0).max(60_000).default(500),
+        retryAfterSeconds: z.coerce.number().int().min(1).max(3600).default(1),
+      })
+      .strict()
+      .default({}),
     store: z
       .object({
         type: z.enum(['file', 'memory', 'redis']).default('file'),

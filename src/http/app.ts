@@ -28,6 +28,7 @@ import { createMessageGuard } from './steps/message-guard.js';
 import { createMethodOverrideBody } from './steps/method-override-body.js';
 import { createNotFound } from './steps/not-found.js';
 import { createOwnEndpoints } from './steps/own-endpoints.js';
+import { createOverloadGuard } from './steps/overload-guard.js';
 import { createPresentedKeyInUrl } from './steps/presented-key-in-url.js';
 import { createRateLimit } from './steps/rate-limit.js';
 import { createScopeCheck } from './steps/scope-check.js';
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
     createSecurityHeaders(),
     createMessageGuard({ matchRoute, checkAndNoteKeyInUrl }),
     createOwnEndpoints({ ready: deps.ready, checkAndNoteKeyInUrl }),
+    createOverloadGuard({ ...config.overload, refused: metrics.overloadRefused }),
     createTransportGuard({
       requireHttps: config.server.requireHttps,
       refuseBrowserRequests: config.browser.refuseBrowserRequests,

@@ -18,6 +18,8 @@ export interface GatewayMetrics {
   /** Requests refused by a scope: by route prefix and whose scope (`company` or `key`). */
   scopeDenied: Counter<'route' | 'reason'>;
   inflight: Gauge;
+  /** Requests refused with 503 OVERLOADED, by reason (`in_flight`, `event_loop_delay`). */
+  overloadRefused: Counter<'reason'>;
   /** The earliest `notAfter` of each TLS listener's certificate chain (Unix seconds). */
   tlsExpiry: Gauge<'listener'>;
 }
@@ -103,6 +105,7 @@ export function createMetrics(
       registers,
     }),
     inflight: new Gauge({ name: 'gateway_inflight_requests', help: 'Requests being served', registers }),
+    overloadRefused: createOverloadRefused(registers),
     tlsExpiry: new Gauge({
       name: 'gateway_tls_certificate_expiry_timestamp_seconds',
       help: "When the TLS listener's certificate chain stops being valid (the earliest notAfter), Unix seconds",
@@ -112,6 +115,15 @@ export function createMetrics(
       registers,
     }),
   };
+}
+
+function createOverloadRefused(registers: Registry[]): Counter<'reason'> {
+  return new Counter({
+    name: 'gateway_overload_refused_total',
+    help: 'Requests refused with 503 OVERLOADED, by reason (in_flight, event_loop_delay)',
+    labelNames: ['reason'],
+    registers,
+  });
 }
 
 /** `gateway_build_info{version, node_version, commit}` = 1 (commit `unknown` when not known). */

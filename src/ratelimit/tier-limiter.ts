@@ -362,7 +362,9 @@ export class AuthFailureLimiter {
     if (!(opts.duration > 0)) throw new TypeError('duration must be a positive number of seconds');
     this.points = opts.points;
     this.durationMs = opts.duration * 1000;
-    this.windows = new LRUCache({ max: opts.maxAddresses ?? 100_000 });
+    // Bounded by a size of 1 per entry, not `max`, which would preallocate every slot at start
+    // (as auth/lru.ts does it).
+    this.windows = new LRUCache({ maxSize: opts.maxAddresses ?? 100_000, sizeCalculation: () => 1 });
   }
 
   /** Seconds to wait when `address` has used its budget, else 0. Reads only. */

@@ -66,6 +66,7 @@ export const USAGE_OF_ERROR: { readonly [C in ErrorCode]: UsageOutcome } = {
   UPSTREAM_UNREACHABLE: 'allowed',
   STORE_UNAVAILABLE: 'refused',
   RATE_LIMITER_UNAVAILABLE: 'refused',
+  OVERLOADED: 'refused',
   UPSTREAM_TIMEOUT: 'allowed',
   ADMIN_INVALID_REQUEST: 'refused',
   ADMIN_INVALID_JSON: 'refused',

@@ -48,6 +48,9 @@ export async function startTestGateway(input: ConfigInput, opts: StartOptions = 
     server: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0, token: ADMIN_TOKEN },
     log: { level: 'info' },
+    // The gateway runs in the test's own process: the test's synchronous work (key generation,
+    // module loading) would count as the gateway's event-loop delay. The in-flight bound stays on.
+    overload: { maxEventLoopDelayMs: 0 },
   };
   const cfg = validateConfig(merge(base, input) as ConfigInput);
   if (!cfg.ok) throw new Error(`test config invalid: ${cfg.problems.join('; ')}`);

@@ -38,6 +38,7 @@ const EXPECTED: Record<string, UsageOutcome> = {
   UPSTREAM_UNREACHABLE: 'allowed',
   STORE_UNAVAILABLE: 'refused',
   RATE_LIMITER_UNAVAILABLE: 'refused',
+  OVERLOADED: 'refused',
   UPSTREAM_TIMEOUT: 'allowed',
   ADMIN_INVALID_REQUEST: 'refused',
   ADMIN_INVALID_JSON: 'refused',
