@@ -1,6 +1,5 @@
-import { ENVIRONMENT_MAX_LENGTH, KEY_MIN_LENGTH } from '../auth/api-key.js';
 import { DECODE_ROUNDS, decodeBudget, decodeRepeatedly } from './decode.js';
-import type { GuardLevel } from './key-material.js';
+import { addKeyShapes, type GuardLevel } from './key-material.js';
 import { OverrideNames } from './method-override.js';
 import { createStrictMatcher } from './strict-material.js';
 
@@ -161,32 +160,7 @@ function squash(s: string): string {
 
 const NOT_ALNUM = /[^a-z0-9]+/g;
 
-/** A key's body after its `_`: where the search for key shapes starts (one native pass). */
-const KEY_BODY = /_[0-9A-Za-z]{38}/g;
-
-/**
- * Adds key-shaped substrings (`nk_<env>_` + 38 base62, prefix in any case; the checksum is not
- * needed: a shape is refused whether or not it is a real key), prefix lowercased. One native search
- * for `_` + 38 base62 (matches cannot overlap a key's `nk_<env>`), then at most 19 characters read
- * back for `nk_<env>`: a URL full of `nk_` costs no more than one without.
- */
+/** Every key shape of `text`, real key or not (a shape is refused either way). */
 function addShapes(text: string, out: string[]): void {
-  if (text.length < KEY_MIN_LENGTH) return;
-  KEY_BODY.lastIndex = 0;
-  for (let m = KEY_BODY.exec(text); m !== null; m = KEY_BODY.exec(text)) {
-    const v = m.index;
-    let e = v - 1; // back over the environment to the `_` before it
-    while (e >= 0 && v - e <= ENVIRONMENT_MAX_LENGTH && isBase62(text.charCodeAt(e))) e--;
-    if (v - e < 3 || text.charCodeAt(e) !== 95 || !isLetter(text.charCodeAt(e + 1))) continue;
-    if ((text.charCodeAt(e - 1) | 0x20) !== 107 || (text.charCodeAt(e - 2) | 0x20) !== 110) continue;
-    out.push(text.slice(e - 2, v).toLowerCase() + text.slice(v, v + 39));
-  }
-}
-
-function isLetter(c: number): boolean {
-  return (c | 0x20) >= 97 && (c | 0x20) <= 122;
-}
-
-function isBase62(c: number): boolean {
-  return (c >= 48 && c <= 57) || isLetter(c);
+  addKeyShapes(text, out, true);
 }
