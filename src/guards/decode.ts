@@ -84,6 +84,26 @@ export function percentDecode(s: string): string {
   return out + s.slice(from);
 }
 
+/** Whether character code `c` is an ASCII letter. */
+export function isLetter(c: number): boolean {
+  return (c | 0x20) >= 97 && (c | 0x20) <= 122;
+}
+
+/** Whether character code `c` is an ASCII letter or digit (base62). */
+export function isBase62(c: number): boolean {
+  return (c >= 48 && c <= 57) || isLetter(c);
+}
+
+/**
+ * `s` lowercased, letters and digits only (how key-like names and secrets are compared). Of the
+ * non-ASCII characters only two lowercase to an ASCII letter (the Kelvin sign to `k`, `\u0130` to
+ * `i` and a combining dot): they count as that letter.
+ */
+export function squash(s: string): string {
+  return s.toLowerCase().replace(NOT_ALNUM, '');
+}
+const NOT_ALNUM = /[^a-z0-9]+/g;
+
 /** Rounds of decoding at most, at every level: a text still changing after them is undecided. */
 export const DECODE_ROUNDS = 8;
 

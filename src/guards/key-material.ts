@@ -9,7 +9,7 @@ import {
   parseApiKey,
 } from '../auth/api-key.js';
 import '../request-state.js';
-import { decodeBudget, decodeRepeatedly } from './decode.js';
+import { decodeBudget, decodeRepeatedly, isBase62, isLetter } from './decode.js';
 import { createStrictMatcher, type SplitCheck } from './strict-material.js';
 
 /**
@@ -75,14 +75,6 @@ export function addKeyShapes(t: string, found: string[], anyChecksum = false): v
     const shape = t.slice(e - 2, v).toLowerCase() + t.slice(v, v + 39);
     if (anyChecksum || parseApiKey(shape, { maxLength: 256, acceptLegacy: false }).ok) found.push(shape);
   }
-}
-
-function isLetter(c: number): boolean {
-  return (c | 0x20) >= 97 && (c | 0x20) <= 122;
-}
-
-function isBase62(c: number): boolean {
-  return (c >= 48 && c <= 57) || isLetter(c);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { hexAt } from './decode.js';
+import { hexAt, isBase62 } from './decode.js';
 
 // Method overrides (threat model: T2, a tenant reaching a method its route or scope does not
 // allow). Rails (Rack::MethodOverride), Laravel, Symfony, gorilla/handlers and Express's
@@ -397,7 +397,7 @@ function nameParamBefore(buf: Buffer, eq: number): 'plain' | 'extended' | 'conti
     j = skipBack(buf, j, stop);
     if (j < stop || (buf[j--]! | 0x20) !== NAME[l]) return null;
   }
-  if (j >= 0 && isAlnum(buf[j]!)) return null;
+  if (j >= 0 && isBase62(buf[j]!)) return null;
   return digits ? 'continuation' : extended ? 'extended' : 'plain';
 }
 
@@ -417,11 +417,6 @@ const NAME = [0x6e, 0x61, 0x6d, 0x65];
 function skipBack(buf: Buffer, j: number, stop: number): number {
   while (j >= stop && (buf[j] === 0x20 || buf[j] === 0x09 || buf[j] === CR || buf[j] === LF)) j--;
   return j;
-}
-
-function isAlnum(c: number): boolean {
-  const l = c | 0x20;
-  return (c >= 48 && c <= 57) || (l >= 97 && l <= 122);
 }
 
 /**

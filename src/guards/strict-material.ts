@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { crc32 } from 'node:zlib';
 import { KEY_CHECKSUM_LENGTH, KEY_PREFIX_PATTERN, KEY_RANDOM_LENGTH } from '../auth/api-key.js';
-import { decodeBudget, foldUnicode } from './decode.js';
+import { decodeBudget, foldUnicode, squash } from './decode.js';
 import { addKeyShapes, type KeyFinding, type KeyMatcher } from './key-material.js';
 
 // The strict level (`guards.level: strict`; threat model: T1 and T5 against a client that builds
@@ -32,7 +32,6 @@ const NOT_PERCENT_ONLY = /\\|&#|%U/;
  */
 const ESCAPES =
   /%[uU][0-9a-fA-F]{4}|%[0-9a-fA-F]{2}|\\x[0-9a-fA-F]{2}|\\u\{[0-9a-fA-F]{1,6}\}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\[0-7]{1,3}|&#[xX]0*[0-9a-fA-F]{1,6};?|&#0*[0-9]{1,7};?/g;
-const NOT_ALNUM = /[^a-z0-9]+/g;
 const NOT_BASE62 = /[^0-9A-Za-z]+/g;
 const NOT_KEY_CHAR = /[^A-Za-z0-9_]+/g;
 const WHITESPACE = /\s+/g;
@@ -84,8 +83,7 @@ export function createStrictMatcher(key: string, shallow = false): KeyMatcher {
   const nesting = shallow ? 1 : MAX_NESTING;
   const secret = key === '' ? null : secretOf(key);
   const minLength = secret === null ? BODY_LENGTH : Math.min(secret.window, BODY_LENGTH);
-  const strip = (s: string) =>
-    secret?.raw ? s.toLowerCase().replace(WHITESPACE, '') : s.toLowerCase().replace(NOT_ALNUM, '');
+  const strip = (s: string) => (secret?.raw ? s.toLowerCase().replace(WHITESPACE, '') : squash(s));
   const envs = bodyEnvironments(key);
   const spanIn = (n: string) => (secret === null || n.length < secret.window ? null : findWindow(n, secret));
   const p = runPatternsFor(minLength);
@@ -209,7 +207,7 @@ function base62At(run: string, i: number): number {
 function secretOf(key: string): Secret {
   const body = key.slice(KEY_PREFIX_PATTERN.exec(key)?.[0].length ?? key.length);
   if (/^[0-9A-Za-z]{24,}$/.test(body)) return withBlocks(body.toLowerCase(), SECRET_WINDOW, false);
-  const alnum = key.toLowerCase().replace(NOT_ALNUM, '');
+  const alnum = squash(key);
   if (alnum.length >= 16) return withBlocks(alnum, alnum.length, false);
   return withBlocks(key.toLowerCase().replace(WHITESPACE, ''), key.replace(WHITESPACE, '').length || 1, true);
 }

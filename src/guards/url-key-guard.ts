@@ -1,4 +1,4 @@
-import { DECODE_ROUNDS, decodeBudget, decodeRepeatedly } from './decode.js';
+import { decodeBudget, decodeRepeatedly, squash } from './decode.js';
 import { addKeyShapes, type GuardLevel } from './key-material.js';
 import { OverrideNames } from './method-override.js';
 import { createStrictMatcher } from './strict-material.js';
@@ -60,7 +60,7 @@ interface Scan {
  * check('/notify/v1/otps?API%5FKEY=abc').candidates // ['abc']
  */
 export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKeyCheck {
-  const full = { rounds: DECODE_ROUNDS, left: Infinity, undecided: false };
+  const full = decodeBudget(Infinity);
   const names = new Set(opts.paramNames.map((n) => squash(decodeRepeatedly(n, full))));
   const overrides = new OverrideNames(opts.overrideNames);
   const deep = opts.level === 'strict' ? createStrictMatcher('', true) : null;
@@ -80,13 +80,13 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
     if (path.split('/', opts.maxPathSegments + 2).length > opts.maxPathSegments + 1) scan.overLimit = true;
     else {
       const decoded = scan.decode(path);
-      addShapes(decoded, scan.candidates);
+      addKeyShapes(decoded, scan.candidates, true);
       // Matrix parameters (`/x;api_key=…`): after the first `;` every later segment is one.
       const semi = decoded.indexOf(';');
       if (semi !== -1) readPairs(decoded, semi + 1, true, scan, read);
       if (!scan.overLimit && q !== -1) readPairs(url, q + 1, false, scan, read);
     }
-    if (scan.overLimit) addShapes(url, scan.candidates);
+    if (scan.overLimit) addKeyShapes(url, scan.candidates, true);
     let undecided = budget.undecided;
     // The joined values differ from the URL's own reading only when there are two or more.
     const joined = opts.maxParams - scan.params > 1 ? scan.values : '';
@@ -145,22 +145,7 @@ function readPair(
   const keyNamed = names.has(squash(name));
   const value = scan.decode(keyNamed ? rawValue.replaceAll('+', ' ') : rawValue);
   if (keyNamed) scan.candidates.push(value);
-  else addShapes(value, scan.candidates);
-  addShapes(name, scan.candidates);
+  else addKeyShapes(value, scan.candidates, true);
+  addKeyShapes(name, scan.candidates, true);
   scan.values += value;
-}
-
-/**
- * Lowercase letters and digits only. Of the non-ASCII characters only two lowercase to an ASCII
- * letter (the Kelvin sign to `k`, `\u0130` to `i` and a combining dot): they count as that letter.
- */
-function squash(s: string): string {
-  return s.toLowerCase().replace(NOT_ALNUM, '');
-}
-
-const NOT_ALNUM = /[^a-z0-9]+/g;
-
-/** Every key shape of `text`, real key or not (a shape is refused either way). */
-function addShapes(text: string, out: string[]): void {
-  addKeyShapes(text, out, true);
 }
