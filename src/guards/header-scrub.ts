@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { KEY_RANDOM_LENGTH } from '../auth/api-key.js';
 import { ENVIRONMENT_SOURCE } from '../config/field-patterns.js';
 import { CLIENT_HEADER_POLICY, compilePolicy, HOP_BY_HOP, tableName } from './header-policy.js';
 import type { KeyMatcher } from './key-material.js';
@@ -145,6 +146,8 @@ function withoutKey(n: string, rawName: string, value: string | string[] | undef
 /** Whether the value of header `n` holds key material; a hostname in any case, as a name is read. */
 function holdsKey(n: string, value: string, m: KeyMatcher): boolean {
   if (!HOSTNAMES.has(n)) return m.holds(value);
+  // Shorter than half a key's secret (the least either matcher reads): nothing to look for.
+  if (value.length < KEY_RANDOM_LENGTH / 2) return false;
   return FOLDED_KEY_SHAPE.test(value) || m.holdsName(value.toLowerCase());
 }
 
