@@ -1,19 +1,25 @@
 import { hash as cryptoHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { DISPLAY_PREFIX_RANDOM_CHARS, ENVIRONMENT_PATTERN } from '../config/field-patterns.js';
+import {
+  DISPLAY_PREFIX_RANDOM_CHARS,
+  ENVIRONMENT_PATTERN,
+  ENVIRONMENT_SOURCE,
+  KEY_LIKE_PATTERN,
+} from '../config/field-patterns.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** 32 base62 characters = 190.5 bits of entropy. */
 export const KEY_RANDOM_LENGTH = 32;
 export const KEY_CHECKSUM_LENGTH = 6;
-/** Environments (`live`, `test`, `staging`) and the display prefix's length: one rule, in config/fields.ts. */
-export { DISPLAY_PREFIX_RANDOM_CHARS, ENVIRONMENT_PATTERN };
+/**
+ * Environments (`live`, `test`, `staging`), the key shape anywhere in a string, and the display
+ * prefix's length: one rule, in config/field-patterns.ts.
+ */
+export { DISPLAY_PREFIX_RANDOM_CHARS, ENVIRONMENT_PATTERN, KEY_LIKE_PATTERN };
 
-const KEY_PATTERN = /^nk_([a-z][a-z0-9]{1,15})_([0-9A-Za-z]{38})$/;
-/** Matches something shaped like one of our keys anywhere inside a longer string (URL guard). */
-export const KEY_LIKE_PATTERN = /nk_[a-z][a-z0-9]{1,15}_[0-9A-Za-z]{38}/;
+const KEY_PATTERN = new RegExp(`^nk_(${ENVIRONMENT_SOURCE})_([0-9A-Za-z]{38})$`);
 /** `nk_<environment>_` at the start of a key (the environment is group 1). */
-export const KEY_PREFIX_PATTERN = /^nk_([a-z][a-z0-9]{1,15})_/;
+export const KEY_PREFIX_PATTERN = new RegExp(`^nk_(${ENVIRONMENT_SOURCE})_`);
 /** The longest environment, and the shortest key: `nk_` + 2 + `_` + 38. */
 export const ENVIRONMENT_MAX_LENGTH = 16;
 export const KEY_MIN_LENGTH = 6 + KEY_RANDOM_LENGTH + KEY_CHECKSUM_LENGTH;

@@ -11,12 +11,16 @@ export const HASH_PATTERN = /^[0-9a-f]{64}$/;
  * `nk_<environment>_...`, and `keys generate --environment` may name any.
  */
 export const ENVIRONMENT_PATTERN = /^[a-z][a-z0-9]{1,15}$/;
+/** `ENVIRONMENT_PATTERN` unanchored, for the patterns built on it (the key format, its prefix). */
+export const ENVIRONMENT_SOURCE = ENVIRONMENT_PATTERN.source.slice(1, -1);
+/** A key of the gateway's format anywhere in a longer string: `nk_<environment>_` + 38 base62. */
+export const KEY_LIKE_PATTERN = new RegExp(`nk_${ENVIRONMENT_SOURCE}_[0-9A-Za-z]{38}`);
 /** A rate-limit tier's name (the config's `rateLimit.tiers[].name`). */
 export const TIER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 /** Random characters of a key shown in its display prefix (`nk_live_AbC123`): 6 of its 32. */
 export const DISPLAY_PREFIX_RANDOM_CHARS = 6;
 /** The display prefix of a key of the gateway's format: `nk_<environment>_` and 6 base62 characters. */
-export const KEY_DISPLAY_PREFIX = /^nk_([a-z][a-z0-9]{1,15})_[0-9A-Za-z]{6}$/;
+export const KEY_DISPLAY_PREFIX = new RegExp(`^nk_(${ENVIRONMENT_SOURCE})_[0-9A-Za-z]{6}$`);
 /**
  * The display prefix of a key imported by hash from another system (`keys.acceptLegacyFormat`):
  * its first 4 characters, printable ASCII without space or comma, never `nk_` (a legacy key never
@@ -25,7 +29,7 @@ export const KEY_DISPLAY_PREFIX = /^nk_([a-z][a-z0-9]{1,15})_[0-9A-Za-z]{6}$/;
 export const LEGACY_DISPLAY_PREFIX = /^(?!nk_)[\x21-\x2b\x2d-\x7e]{1,4}$/;
 
 /** A key of the gateway's format, in any case (the checksum covers the lowercase `nk_<env>_`). */
-const KEY_SHAPE = /nk_[a-z][a-z0-9]{1,15}_[0-9a-z]{38}/i;
+const KEY_SHAPE = new RegExp(KEY_LIKE_PATTERN.source, 'i');
 /** Runs of ASCII letters and digits long enough to be a secret: a key's body (38), a hash (64). */
 const LONG_RUN = /[A-Za-z0-9]{32,}/g;
 

@@ -1,5 +1,6 @@
 import { METHODS } from 'node:http';
 import { z } from 'zod';
+import { holdsKeyMaterial, KEY_MATERIAL_MESSAGE } from './field-patterns.js';
 
 // Scopes and rate-limit windows: one schema for the config (tiers), the key file, the admin API
 // and the CLI, so that every way in accepts and refuses the same things.
@@ -34,7 +35,8 @@ export function isReachablePathPrefix(p: string): boolean {
 
 /**
  * A route prefix or scope path: `/` and URL path characters (no `%`, `\`, `;` or non-ASCII: a
- * percent-encoded spelling would never match the raw path), no empty or dot segment, stored
+ * percent-encoded spelling would never match the raw path), no empty or dot segment, no key
+ * material (scopes are echoed in answers, audit entries and logs, as ids and labels are), stored
  * without a trailing `/`. The config's `routes[].prefix` and every scope (admin API, CLI, key
  * file, apply) use this one schema.
  */
@@ -45,6 +47,7 @@ export const pathPrefixSchema = z
     isReachablePathPrefix,
     'must not hold an empty (//) or dot (., ..) segment: no request path the gateway accepts could match it',
   )
+  .refine((p) => !holdsKeyMaterial(p), KEY_MATERIAL_MESSAGE)
   .transform((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p))
   .describe('A path prefix: starts with /, plain URL path characters, no empty (//) or dot (., ..) segment');
 

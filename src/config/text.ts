@@ -15,12 +15,13 @@
  *   so emoji and other characters outside the BMP pass);
  * - `\p{Co}`: private-use characters (no agreed glyph);
  * - `\p{Cn}`: unassigned code points and noncharacters (U+0378, U+FDD0, U+FFFF, U+10FFFF): no
- *   glyph yet, and a later Unicode version may make them anything (final attacker re-check);
+ *   glyph yet, and a later Unicode version may make them anything;
  * - every other default-ignorable code point, which renders as nothing: Hangul fillers (U+115F,
  *   U+1160, U+3164, U+FFA0), the combining grapheme joiner U+034F, Khmer and Mongolian invisible
- *   vowels and selectors (final attack pass, F6 re-check). Variation selectors pass: emoji
+ *   vowels and selectors. Variation selectors pass: emoji
  *   presentation (`❤️`) needs them.
  * Letters of every script, marks, digits, punctuation, symbols and spaces (NBSP included) pass.
+ * test/unit/config/text.test.ts tries a member of each class.
  */
 const REFUSED_TEXT_CHARACTER =
   // eslint-disable-next-line no-misleading-character-class -- joiners and selectors are matched one by one, on purpose

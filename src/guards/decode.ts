@@ -26,8 +26,20 @@ function escapedByte(s: string, i: number): number {
 }
 
 /** The value of the hex digit with character code `c`, or -1. */
-export function hexDigit(c: number): number {
+function hexDigit(c: number): number {
   return c < 128 ? HEX[c]! : -1;
+}
+
+/** The number the `n` hex digits at `a[i]` (bytes or code units, none at `end` or past it) spell, or -1. */
+export function hexAt(a: ArrayLike<number>, i: number, n: number, end: number): number {
+  if (i + n > end) return -1;
+  let v = 0;
+  for (let k = i; k < i + n; k++) {
+    const d = hexDigit(a[k]!);
+    if (d === -1) return -1;
+    v = (v << 4) | d;
+  }
+  return v;
 }
 
 /**
@@ -72,6 +84,26 @@ export function percentDecode(s: string): string {
   return out + s.slice(from);
 }
 
+/** Whether character code `c` is an ASCII letter. */
+export function isLetter(c: number): boolean {
+  return (c | 0x20) >= 97 && (c | 0x20) <= 122;
+}
+
+/** Whether character code `c` is an ASCII letter or digit (base62). */
+export function isBase62(c: number): boolean {
+  return (c >= 48 && c <= 57) || isLetter(c);
+}
+
+/**
+ * `s` lowercased, letters and digits only (how key-like names and secrets are compared). Of the
+ * non-ASCII characters only two lowercase to an ASCII letter (the Kelvin sign to `k`, `\u0130` to
+ * `i` and a combining dot): they count as that letter.
+ */
+export function squash(s: string): string {
+  return s.toLowerCase().replace(NOT_ALNUM, '');
+}
+const NOT_ALNUM = /[^a-z0-9]+/g;
+
 /** Rounds of decoding at most, at every level: a text still changing after them is undecided. */
 export const DECODE_ROUNDS = 8;
 
@@ -80,20 +112,18 @@ export function decodeBudget(length: number): DecodeBudget {
   return { rounds: DECODE_ROUNDS, left: 2 * length + 2048, undecided: false };
 }
 
-/** How deep `decodeRepeatedly` goes, and the budget it spends (characters decoded). */
+/** What `decodeRepeatedly` may spend over every string it decodes, and whether one stayed undecided. */
 export interface DecodeBudget {
-  /** Rounds of decoding at most; a string still changing after them is undecided. */
   rounds: number;
-  /** Characters left to decode over every round of every string; spent, the rest is undecided. */
+  /** Characters left to decode. */
   left: number;
-  /** Set when a string was still encoded after the last round, or the budget ran out. */
   undecided: boolean;
 }
 
 /**
  * %-decodes `s` until it stops changing, at most `budget.rounds` times, each round charged its
  * length against `budget.left`; sets `budget.undecided` when one more round would still change it
- * or the budget ran out. Never throws; `+` is left alone.
+ * or the budget ran out (the rest is not decoded). Never throws; `+` is left alone.
  *
  * @example
  * decodeRepeatedly('%2561', { rounds: 8, left: 1e6, undecided: false }) // 'a'
@@ -101,16 +131,10 @@ export interface DecodeBudget {
 export function decodeRepeatedly(s: string, budget: DecodeBudget): string {
   let cur = s;
   for (let i = 0; cur.includes('%'); i++) {
-    if ((budget.left -= cur.length + 8) < 0) {
-      budget.undecided = true;
-      break;
-    }
-    const next = percentDecode(cur);
-    if (next === cur) break;
-    if (i === budget.rounds) {
-      budget.undecided = true;
-      break;
-    }
+    const spent = (budget.left -= cur.length + 8) < 0;
+    const next = spent ? cur : percentDecode(cur);
+    if (spent || (next !== cur && i === budget.rounds)) budget.undecided = true;
+    if (spent || next === cur || i === budget.rounds) break;
     cur = next;
   }
   return cur;

@@ -1,4 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { KEY_RANDOM_LENGTH } from '../auth/api-key.js';
+import { ENVIRONMENT_SOURCE } from '../config/field-patterns.js';
 import { CLIENT_HEADER_POLICY, compilePolicy, HOP_BY_HOP, tableName } from './header-policy.js';
 import type { KeyMatcher } from './key-material.js';
 import { dropSplitCopies } from './strict-material.js';
@@ -16,6 +18,14 @@ const NEVER_DROPPED = new Set([
 const SET_BY_GATEWAY = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
 /** Client headers `headers.allowFromClients` cannot leave out: framing and routing. */
 const ALWAYS_ALLOWED = ['host', 'content-length', 'transfer-encoding', 'content-type'];
+/**
+ * A key's shape in any case, `-` for `_` too: what a header name (Node lowercases it) or a hostname
+ * (clients lowercase it, and write `-` for `_`) makes of a key. No checksum survives that, so every
+ * such shape counts, whosever key it was.
+ */
+const FOLDED_KEY_SHAPE = new RegExp(`nk[_-]${ENVIRONMENT_SOURCE}[_-][0-9a-z]{38}`, 'i');
+/** Hostnames: compared as names are (any case), since that is how clients write and forward them. */
+const HOSTNAMES = new Set(['host', 'x-forwarded-host']);
 /** Header names whose table decision is remembered (names repeat across requests; the cache is bounded). */
 const NAME_CACHE_MAX = 4096;
 
@@ -56,7 +66,9 @@ function lookAlikeTest(trusted: readonly string[]): (squashed: string) => boolea
  * - with `allowOnly` (`headers.allowFromClients`), every header it does not list (names, or
  *   prefixes ending in `*`), except framing;
  * - every header whose name or value the key matcher finds key material in (from `Cookie`, only
- *   the pairs), and at the strict level every piece of a copy split over several (`dropSplitCopies`).
+ *   the pairs), and at the strict level every piece of a copy split over several (`dropSplitCopies`);
+ *   a name or a hostname (`Host`, `X-Forwarded-Host`) also when it holds a key's shape or the
+ *   presented key in any case (both are lowercased on the way: no checksum is left to check).
  * Copies into a new object; one Set lookup per name once its decision is cached.
  *
  * @example
@@ -78,7 +90,11 @@ export function createHeaderScrubber(
     let d = decided.get(n);
     if (d === undefined) {
       const t = tableName(n);
-      d = inPolicy(t) || isLookAlike(t.replace(/-/g, '')) || (allowed !== undefined && !allowed(t));
+      d =
+        inPolicy(t) ||
+        isLookAlike(t.replace(/-/g, '')) ||
+        FOLDED_KEY_SHAPE.test(n) ||
+        (allowed !== undefined && !allowed(t));
       if (decided.size < NAME_CACHE_MAX) decided.set(n, d);
     }
     return d;
@@ -123,8 +139,16 @@ function withoutKey(n: string, rawName: string, value: string | string[] | undef
       .filter((p) => p !== '' && !m.holds(p));
     return kept.length > 0 ? kept.join('; ') : undefined;
   }
-  if (typeof value === 'string') return m.holds(value) ? undefined : value;
-  return value.some((v) => m.holds(v)) ? undefined : value;
+  if (typeof value === 'string') return holdsKey(n, value, m) ? undefined : value;
+  return value.some((v) => holdsKey(n, v, m)) ? undefined : value;
+}
+
+/** Whether the value of header `n` holds key material; a hostname in any case, as a name is read. */
+function holdsKey(n: string, value: string, m: KeyMatcher): boolean {
+  if (!HOSTNAMES.has(n)) return m.holds(value);
+  // Shorter than half a key's secret (the least either matcher reads): nothing to look for.
+  if (value.length < KEY_RANDOM_LENGTH / 2) return false;
+  return FOLDED_KEY_SHAPE.test(value) || m.holdsName(value.toLowerCase());
 }
 
 /** Response headers that only the next hop may act on, beyond those named in `Connection`. */

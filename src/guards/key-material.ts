@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
+  ENVIRONMENT_MAX_LENGTH,
   KEY_CHECKSUM_LENGTH,
   KEY_LIKE_PATTERN,
   KEY_MIN_LENGTH,
@@ -8,7 +9,7 @@ import {
   parseApiKey,
 } from '../auth/api-key.js';
 import '../request-state.js';
-import { decodeBudget, decodeRepeatedly } from './decode.js';
+import { decodeBudget, decodeRepeatedly, isBase62, isLetter } from './decode.js';
 import { createStrictMatcher, type SplitCheck } from './strict-material.js';
 
 /**
@@ -45,27 +46,34 @@ declare module '../request-state.js' {
   }
 }
 
-/** `nk_<env>_` + 38 base62 in any letter case (the checksum covers the lowercase prefix). */
-const KEY_SHAPE = new RegExp(KEY_LIKE_PATTERN.source, 'gi');
 const NK = /nk_/i;
+/** A key's body after its `_`: where the search for key shapes starts (one native pass). */
+const KEY_BODY = /_[0-9A-Za-z]{38}/g;
 const BASIC = /^basic\s+/i;
 /** Characters of a key header read for a key inside a malformed value (`Bearer K`, `K, K`, `K#junk`). */
 const CANDIDATE_READ = 256;
 
 /**
- * Adds to `found` each valid gateway key (`nk_<env>_` + 38 base62, prefix in any case, checksum
- * right) in `t`. One native test when `t` holds no `nk_`.
+ * Adds to `found` each key shape in `t` (`nk_<env>_` + 38 base62, prefix in any case, lowercased):
+ * the valid gateway keys (checksum right), or every shape with `anyChecksum` (the URL key guard
+ * refuses a shape whether or not it is a real key). One native test when `t` holds no `nk_`; else
+ * one native search for `_` + 38 base62 (matches cannot overlap a key's `nk_<env>`), then at most
+ * 19 characters read back for `nk_<env>`: a text full of `nk_` costs no more than one without.
  *
  * @example
  * const found: string[] = []; addKeyShapes(`x=${key}`, found) // found: [key]
  */
-export function addKeyShapes(t: string, found: string[]): void {
+export function addKeyShapes(t: string, found: string[], anyChecksum = false): void {
   if (t.length < KEY_MIN_LENGTH || !NK.test(t)) return;
-  KEY_SHAPE.lastIndex = 0;
-  for (let m = KEY_SHAPE.exec(t); m !== null; m = KEY_SHAPE.exec(t)) {
-    const sep = m[0].indexOf('_', 3);
-    const candidate = m[0].slice(0, sep).toLowerCase() + m[0].slice(sep);
-    if (parseApiKey(candidate, { maxLength: 256, acceptLegacy: false }).ok) found.push(candidate);
+  KEY_BODY.lastIndex = 0;
+  for (let m = KEY_BODY.exec(t); m !== null; m = KEY_BODY.exec(t)) {
+    const v = m.index;
+    let e = v - 1; // back over the environment to the `_` before it
+    while (e >= 0 && v - e <= ENVIRONMENT_MAX_LENGTH && isBase62(t.charCodeAt(e))) e--;
+    if (v - e < 3 || t.charCodeAt(e) !== 95 || !isLetter(t.charCodeAt(e + 1))) continue;
+    if ((t.charCodeAt(e - 1) | 0x20) !== 107 || (t.charCodeAt(e - 2) | 0x20) !== 110) continue;
+    const shape = t.slice(e - 2, v).toLowerCase() + t.slice(v, v + 39);
+    if (anyChecksum || parseApiKey(shape, { maxLength: 256, acceptLegacy: false }).ok) found.push(shape);
   }
 }
 

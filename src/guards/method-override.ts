@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { hexDigit } from './decode.js';
+import { hexAt, isBase62 } from './decode.js';
 
 // Method overrides (threat model: T2, a tenant reaching a method its route or scope does not
 // allow). Rails (Rack::MethodOverride), Laravel, Symfony, gorilla/handlers and Express's
@@ -92,7 +92,7 @@ export class OverrideNames {
         // A JSON escape: compared as the UTF-8 bytes of the character it stands for.
         const e = buf[k + 1] ?? 0;
         if (e === 0x75) {
-          const v = k + 5 < limit ? hex4(buf, k + 2) : -1;
+          const v = hexAt(buf, k + 2, 4, limit);
           if (v === -1) return -1;
           k += 5;
           if (v >= 0x80) {
@@ -191,10 +191,10 @@ function normaliseName(name: string): string {
 
 /** The escape at `a[i]` (`%`): (extra characters << 16) | character (a `%u` above U+00FF as 256), or -1. */
 function escapeAt(a: Chars, i: number, end: number): number {
-  const h = (k: number) => (i + k < end ? hexDigit(a[i + k]!) : -1);
-  if ((a[i + 1]! | 0x20) === 0x75 && h(2) >= 0 && h(3) >= 0 && h(4) >= 0 && h(5) >= 0)
-    return (5 << 16) | Math.min((h(2) << 12) | (h(3) << 8) | (h(4) << 4) | h(5), 256);
-  return h(1) >= 0 && h(2) >= 0 ? (2 << 16) | ((h(1) << 4) | h(2)) : -1;
+  const u = (a[i + 1]! | 0x20) === 0x75 ? hexAt(a, i + 2, 4, end) : -1;
+  if (u !== -1) return (5 << 16) | Math.min(u, 256);
+  const x = hexAt(a, i + 1, 2, end);
+  return x === -1 ? -1 : (2 << 16) | x;
 }
 
 function isWhitespace(c: number): boolean {
@@ -277,19 +277,10 @@ interface ScanContext {
 }
 
 /**
- * Builds the scanner of one body (threat model: T2). It reads, in a window that carries the last
- * 1 KiB between chunks (so a name split over chunks or TCP writes is read whole, and nothing is held
- * longer):
- * - urlencoded: each piece's name (up to `=`, `&` or `;`), %-decoded once (`%XX`, `%uXXXX`), `+` as a
- *   space, compared by `OverrideNames.matches`;
- * - multipart (any subtype; not split at the boundary, so no parser differential: file content
- *   that looks like a part header is read too): every `name` parameter (`name=`, quoted with `"` or
- *   `'` and `\` escapes, or a token; as sent and %-decoded; RFC 2231 `name*=`; RFC 2047 encoded
- *   words; line breaks read both as ends and as PHP joins them) and every `Content-ID:` value (Rack
- *   names a part by it). An RFC 2231 continuation (`name*0=`) counts as an override: no client
- *   splits a field name, and Go joins them;
- * - JSON: any `"`-quoted string followed by `:` (an object key at any depth; the body is not
- *   parsed) that is exactly a name after JSON unescaping.
+ * Builds the scanner of one body (threat model: T2): the readers of its kind (`urlencodedNames`,
+ * `multipartNames`, `jsonKeys`) in a window that carries the last 1 KiB between chunks, so a name
+ * split over chunks or TCP writes is read whole and nothing is held longer. Multipart is not split
+ * at the boundary (no parser differential: file content that looks like a part header is read too).
  * Linear: each anchor (`&`, `=`, `:`, `"`) starts one read of at most READ_MAX bytes, most stopped
  * by their first byte.
  *
@@ -329,7 +320,7 @@ export function createOverrideScanner(kind: FormKind, names: OverrideNames): Ove
 /** The end of a read starting at `i`: READ_MAX further, or the end of what was given. */
 const limitOf = (buf: Buffer, i: number) => Math.min(buf.length, i + READ_MAX);
 
-/** Urlencoded names: after each `&` or `;` in [from, to), up to `=`, `&`, `;`. */
+/** Urlencoded names: after each `&` or `;` in [from, to), up to `=`, `&`, `;`; as sent and %-decoded, `+` a space. */
 function urlencodedNames(buf: Buffer, from: number, to: number, { names }: ScanContext): boolean {
   for (let i = from; i < to; i++) {
     const c = buf[i]!;
@@ -360,7 +351,11 @@ function decodeName(s: string): string {
 const EQUALS = 0x3d;
 const COLON = 0x3a;
 
-/** Multipart `name` parameters (at each `=`) and `Content-ID:` values (at each `:`) in [from, to). */
+/**
+ * Multipart `name` parameters (at each `=`) and `Content-ID:` values (Rack names a part by it; at
+ * each `:`) in [from, to). An RFC 2231 continuation (`name*0=`) counts as an override: no client
+ * splits a field name, and Go joins them.
+ */
 function multipartNames(buf: Buffer, from: number, to: number, ctx: ScanContext): boolean {
   const { names } = ctx;
   for (let i = buf.indexOf(EQUALS, from); i !== -1 && i < to; i = buf.indexOf(EQUALS, i + 1)) {
@@ -402,7 +397,7 @@ function nameParamBefore(buf: Buffer, eq: number): 'plain' | 'extended' | 'conti
     j = skipBack(buf, j, stop);
     if (j < stop || (buf[j--]! | 0x20) !== NAME[l]) return null;
   }
-  if (j >= 0 && isAlnum(buf[j]!)) return null;
+  if (j >= 0 && isBase62(buf[j]!)) return null;
   return digits ? 'continuation' : extended ? 'extended' : 'plain';
 }
 
@@ -422,11 +417,6 @@ const NAME = [0x6e, 0x61, 0x6d, 0x65];
 function skipBack(buf: Buffer, j: number, stop: number): number {
   while (j >= stop && (buf[j] === 0x20 || buf[j] === 0x09 || buf[j] === CR || buf[j] === LF)) j--;
   return j;
-}
-
-function isAlnum(c: number): boolean {
-  const l = c | 0x20;
-  return (c >= 48 && c <= 57) || (l >= 97 && l <= 122);
 }
 
 /**
@@ -550,14 +540,3 @@ function jsonKeys(buf: Buffer, from: number, to: number, { names, jsonNeedles }:
 /** What `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t` stand for, by the byte after the `\`. */
 // prettier-ignore
 const JSON_SHORT: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9 };
-
-/** The four hex digits at `buf[i]` as a number, or -1. */
-function hex4(buf: Buffer, i: number): number {
-  let v = 0;
-  for (let k = i; k < i + 4; k++) {
-    const d = hexDigit(buf[k]!);
-    if (d === -1) return -1;
-    v = (v << 4) | d;
-  }
-  return v;
-}

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { crc32 } from 'node:zlib';
 import { KEY_CHECKSUM_LENGTH, KEY_PREFIX_PATTERN, KEY_RANDOM_LENGTH } from '../auth/api-key.js';
-import { DECODE_ROUNDS, decodeBudget, foldUnicode } from './decode.js';
+import { decodeBudget, foldUnicode, squash } from './decode.js';
 import { addKeyShapes, type KeyFinding, type KeyMatcher } from './key-material.js';
 
 // The strict level (`guards.level: strict`; threat model: T1 and T5 against a client that builds
@@ -32,7 +32,6 @@ const NOT_PERCENT_ONLY = /\\|&#|%U/;
  */
 const ESCAPES =
   /%[uU][0-9a-fA-F]{4}|%[0-9a-fA-F]{2}|\\x[0-9a-fA-F]{2}|\\u\{[0-9a-fA-F]{1,6}\}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\[0-7]{1,3}|&#[xX]0*[0-9a-fA-F]{1,6};?|&#0*[0-9]{1,7};?/g;
-const NOT_ALNUM = /[^a-z0-9]+/g;
 const NOT_BASE62 = /[^0-9A-Za-z]+/g;
 const NOT_KEY_CHAR = /[^A-Za-z0-9_]+/g;
 const WHITESPACE = /\s+/g;
@@ -44,23 +43,20 @@ export interface SplitCheck {
   normalise(text: string): string;
   /** `text` as sent, lowercased, letters and digits only. */
   normaliseRaw(text: string): string;
-  /**
-   * Where in a normalised string the pieces of a split copy sit: stretches of at least 8
-   * consecutive characters of the secret, in any order and with anything between them, that
-   * together cover 24 of its characters; null when they do not.
-   */
+  /** Where in a normalised string the pieces of a split copy sit (`findPieces`), or null. */
   piecesIn(normalised: string): [number, number][] | null;
 }
 
+/**
+ * A secret (lowercase; letters and digits only unless `raw`: a legacy key with few of them, only
+ * whitespace removed), and the blocks of which every `window` (or `piece`) of it holds one.
+ */
 interface Secret {
-  /** Lowercase; letters and digits only unless `raw`. */
   text: string;
   window: number;
-  /** Pieces of `text` of which every window holds one: searched with indexOf, then extended. */
   blocks: { at: number; s: string }[];
   piece: number;
   pieceBlocks: { at: number; s: string }[];
-  /** A legacy key with few letters or digits: compared with only whitespace removed. */
   raw: boolean;
 }
 
@@ -87,8 +83,7 @@ export function createStrictMatcher(key: string, shallow = false): KeyMatcher {
   const nesting = shallow ? 1 : MAX_NESTING;
   const secret = key === '' ? null : secretOf(key);
   const minLength = secret === null ? BODY_LENGTH : Math.min(secret.window, BODY_LENGTH);
-  const strip = (s: string) =>
-    secret?.raw ? s.toLowerCase().replace(WHITESPACE, '') : s.toLowerCase().replace(NOT_ALNUM, '');
+  const strip = (s: string) => (secret?.raw ? s.toLowerCase().replace(WHITESPACE, '') : squash(s));
   const envs = bodyEnvironments(key);
   const spanIn = (n: string) => (secret === null || n.length < secret.window ? null : findWindow(n, secret));
   const p = runPatternsFor(minLength);
@@ -212,7 +207,7 @@ function base62At(run: string, i: number): number {
 function secretOf(key: string): Secret {
   const body = key.slice(KEY_PREFIX_PATTERN.exec(key)?.[0].length ?? key.length);
   if (/^[0-9A-Za-z]{24,}$/.test(body)) return withBlocks(body.toLowerCase(), SECRET_WINDOW, false);
-  const alnum = key.toLowerCase().replace(NOT_ALNUM, '');
+  const alnum = squash(key);
   if (alnum.length >= 16) return withBlocks(alnum, alnum.length, false);
   return withBlocks(key.toLowerCase().replace(WHITESPACE, ''), key.replace(WHITESPACE, '').length || 1, true);
 }
@@ -232,42 +227,48 @@ function blocksOf(text: string, w: number): { at: number; s: string }[] {
   return blocks;
 }
 
-/** How far block `s` (at `at` in the secret `t`), found at `i` in `n`, extends: `l` before, `r` after. */
-function extendHit(n: string, t: string, at: number, s: string, i: number): [l: number, r: number] {
-  let l = 0;
-  while (l < at && i - l > 0 && n[i - l - 1] === t[at - l - 1]) l++;
-  let r = 0;
-  const end = at + s.length;
-  while (end + r < t.length && i + s.length + r < n.length && n[i + s.length + r] === t[end + r]) r++;
-  return [l, r];
-}
-
-/** The first place `n` holds `window` consecutive characters of the secret. Linear. */
-function findWindow(n: string, secret: Secret): [number, number] | null {
-  for (const { at, s } of secret.blocks) {
+/**
+ * Each stretch of `n` that holds at least `min` consecutive characters of the secret `t`, found by
+ * its blocks (indexOf, then extended both ways): `hit(from, to, at)` with its place in `n` and where
+ * it starts in `t`; a `true` from `hit` stops the walk. Linear.
+ */
+function eachStretch(
+  n: string,
+  t: string,
+  blocks: Secret['blocks'],
+  min: number,
+  hit: (from: number, to: number, at: number) => boolean | void,
+): void {
+  for (const { at, s } of blocks) {
     for (let i = n.indexOf(s); i !== -1; i = n.indexOf(s, i + 1)) {
-      const [l, r] = extendHit(n, secret.text, at, s, i);
-      if (l + s.length + r >= secret.window) return [i - l, i + s.length + r];
+      let l = 0;
+      while (l < at && i - l > 0 && n[i - l - 1] === t[at - l - 1]) l++;
+      let r = i + s.length;
+      while (r - i + at < t.length && r < n.length && n[r] === t[r - i + at]) r++;
+      if (r - i + l >= min && hit(i - l, r, at - l)) return;
     }
   }
-  return null;
 }
 
-/** Stretches of `n` of at least `secret.piece` characters of the secret, when together they cover a window; else null. */
+/** The first place `n` holds `window` consecutive characters of the secret. */
+function findWindow(n: string, secret: Secret): [number, number] | null {
+  let found: [number, number] | null = null;
+  eachStretch(n, secret.text, secret.blocks, secret.window, (from, to) => !!(found = [from, to]));
+  return found;
+}
+
+/**
+ * Stretches of `n` of at least `secret.piece` (8) characters of the secret, in any order and with
+ * anything between them, when together they cover a window (24 characters); else null.
+ */
 function findPieces(n: string, secret: Secret): [number, number][] | null {
   const covered = new Uint8Array(secret.text.length);
   const spans: [number, number][] = [];
-  for (const { at, s } of secret.pieceBlocks) {
-    for (let i = n.indexOf(s); i !== -1; i = n.indexOf(s, i + 1)) {
-      const [l, r] = extendHit(n, secret.text, at, s, i);
-      if (l + s.length + r < secret.piece) continue;
-      spans.push([i - l, i + s.length + r]);
-      covered.fill(1, at - l, at + s.length + r);
-    }
-  }
-  let total = 0;
-  for (const c of covered) total += c;
-  return total >= secret.window ? spans : null;
+  eachStretch(n, secret.text, secret.pieceBlocks, secret.piece, (from, to, at) => {
+    spans.push([from, to]);
+    covered.fill(1, at, at + to - from);
+  });
+  return covered.reduce((a, c) => a + c, 0) >= secret.window ? spans : null;
 }
 
 /**
@@ -283,7 +284,7 @@ function decodedForms(text: string): string[] | null {
     // `%XX` and `%uXXXX` alone: the native `unescape` decodes them the same way, in one pass.
     const next = foldUnicode(NOT_PERCENT_ONLY.test(s) ? s.replace(ESCAPES, decodeEscape) : unescape(s));
     if (next === s) break;
-    if (i === DECODE_ROUNDS || (budget.left -= s.length) < 0) return null;
+    if (i === budget.rounds || (budget.left -= s.length) < 0) return null;
     forms.push((s = next));
   }
   return forms;
@@ -417,15 +418,10 @@ export function dropSplitCopies(out: IncomingHttpHeaders, m: KeyMatcher): void {
     const droppedPairs = new Set<number>();
     const { ends } = found;
     for (const [from, to] of found.spans) {
-      // The first piece ending after `from` (binary search), then every piece starting before `to`.
-      let lo = 0;
-      for (let hi = ends.length - 1; lo < hi;) {
-        const mid = (lo + hi) >> 1;
-        if (ends[mid]! > from) hi = mid;
-        else lo = mid + 1;
-      }
-      for (let i = lo; i < ends.length && (ends[i - 1] ?? 0) < to; i++) {
+      // Every piece that overlaps the stretch (a request has tens of pieces: a walk is enough).
+      for (let i = 0; i < ends.length && (ends[i - 1] ?? 0) < to; i++) {
         const start = ends[i - 1] ?? 0;
+        if (ends[i]! <= from) continue;
         const inside = Math.min(ends[i]!, to) - Math.max(start, from);
         if (inside < GRAZE_LIMIT && inside < ends[i]! - start) continue;
         const piece = found.order[i]!;

@@ -1,6 +1,5 @@
-import { ENVIRONMENT_MAX_LENGTH, KEY_MIN_LENGTH } from '../auth/api-key.js';
-import { DECODE_ROUNDS, decodeBudget, decodeRepeatedly } from './decode.js';
-import type { GuardLevel } from './key-material.js';
+import { decodeBudget, decodeRepeatedly, squash } from './decode.js';
+import { addKeyShapes, type GuardLevel } from './key-material.js';
 import { OverrideNames } from './method-override.js';
 import { createStrictMatcher } from './strict-material.js';
 
@@ -61,7 +60,7 @@ interface Scan {
  * check('/notify/v1/otps?API%5FKEY=abc').candidates // ['abc']
  */
 export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKeyCheck {
-  const full = { rounds: DECODE_ROUNDS, left: Infinity, undecided: false };
+  const full = decodeBudget(Infinity);
   const names = new Set(opts.paramNames.map((n) => squash(decodeRepeatedly(n, full))));
   const overrides = new OverrideNames(opts.overrideNames);
   const deep = opts.level === 'strict' ? createStrictMatcher('', true) : null;
@@ -81,13 +80,13 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
     if (path.split('/', opts.maxPathSegments + 2).length > opts.maxPathSegments + 1) scan.overLimit = true;
     else {
       const decoded = scan.decode(path);
-      addShapes(decoded, scan.candidates);
+      addKeyShapes(decoded, scan.candidates, true);
       // Matrix parameters (`/x;api_key=…`): after the first `;` every later segment is one.
       const semi = decoded.indexOf(';');
       if (semi !== -1) readPairs(decoded, semi + 1, true, scan, read);
       if (!scan.overLimit && q !== -1) readPairs(url, q + 1, false, scan, read);
     }
-    if (scan.overLimit) addShapes(url, scan.candidates);
+    if (scan.overLimit) addKeyShapes(url, scan.candidates, true);
     let undecided = budget.undecided;
     // The joined values differ from the URL's own reading only when there are two or more.
     const joined = opts.maxParams - scan.params > 1 ? scan.values : '';
@@ -146,47 +145,7 @@ function readPair(
   const keyNamed = names.has(squash(name));
   const value = scan.decode(keyNamed ? rawValue.replaceAll('+', ' ') : rawValue);
   if (keyNamed) scan.candidates.push(value);
-  else addShapes(value, scan.candidates);
-  addShapes(name, scan.candidates);
+  else addKeyShapes(value, scan.candidates, true);
+  addKeyShapes(name, scan.candidates, true);
   scan.values += value;
-}
-
-/**
- * Lowercase letters and digits only. Of the non-ASCII characters only two lowercase to an ASCII
- * letter (the Kelvin sign to `k`, `\u0130` to `i` and a combining dot): they count as that letter.
- */
-function squash(s: string): string {
-  return s.toLowerCase().replace(NOT_ALNUM, '');
-}
-
-const NOT_ALNUM = /[^a-z0-9]+/g;
-
-/** A key's body after its `_`: where the search for key shapes starts (one native pass). */
-const KEY_BODY = /_[0-9A-Za-z]{38}/g;
-
-/**
- * Adds key-shaped substrings (`nk_<env>_` + 38 base62, prefix in any case; the checksum is not
- * needed: a shape is refused whether or not it is a real key), prefix lowercased. One native search
- * for `_` + 38 base62 (matches cannot overlap a key's `nk_<env>`), then at most 19 characters read
- * back for `nk_<env>`: a URL full of `nk_` costs no more than one without.
- */
-function addShapes(text: string, out: string[]): void {
-  if (text.length < KEY_MIN_LENGTH) return;
-  KEY_BODY.lastIndex = 0;
-  for (let m = KEY_BODY.exec(text); m !== null; m = KEY_BODY.exec(text)) {
-    const v = m.index;
-    let e = v - 1; // back over the environment to the `_` before it
-    while (e >= 0 && v - e <= ENVIRONMENT_MAX_LENGTH && isBase62(text.charCodeAt(e))) e--;
-    if (v - e < 3 || text.charCodeAt(e) !== 95 || !isLetter(text.charCodeAt(e + 1))) continue;
-    if ((text.charCodeAt(e - 1) | 0x20) !== 107 || (text.charCodeAt(e - 2) | 0x20) !== 110) continue;
-    out.push(text.slice(e - 2, v).toLowerCase() + text.slice(v, v + 39));
-  }
-}
-
-function isLetter(c: number): boolean {
-  return (c | 0x20) >= 97 && (c | 0x20) <= 122;
-}
-
-function isBase62(c: number): boolean {
-  return (c >= 48 && c <= 57) || isLetter(c);
 }

@@ -1,5 +1,5 @@
 import type { Route } from '../config/schema.js';
-import { foldUnicode } from '../guards/decode.js';
+import { DECODE_ROUNDS, foldUnicode } from '../guards/decode.js';
 
 /**
  * Builds the route matcher: the longest prefix that matches on a path-segment boundary wins
@@ -108,7 +108,6 @@ function showsUnsafe(s: string): boolean {
 // round shows is checked, and only then is the next round made. Longer ones are decoded once
 // (cost: a 16 KB target of nested escapes must not cost 8 decodes before authentication).
 const MULTI_ROUND_MAX_LENGTH = 2048;
-const MAX_DECODE_ROUNDS = 8;
 // Refused in the 2nd to 8th decoded forms: a dot, `/` or `;` still encoded, plus REFUSED_ESCAPE.
 const REFUSED_LATER_ESCAPE = /%(?:00|5[cC]|[uU]|[cC][01]|[eE]0%[89]|[fF]0%8|2[eEfF]|3[bB])/;
 const VALID_ESCAPE = /%[0-9A-Fa-f]{2}/;
@@ -161,7 +160,7 @@ export function isSafeRequestPath(path: string): boolean {
     if (showsUnsafe(decoded)) return false;
     if (!decoded.includes('%')) return true;
     if (REFUSED_LATER_ESCAPE.test(decoded)) return false;
-    if (round === MAX_DECODE_ROUNDS) return !VALID_ESCAPE.test(decoded);
+    if (round === DECODE_ROUNDS) return !VALID_ESCAPE.test(decoded);
     const next = unescape(decoded);
     if (next.length === decoded.length) return true;
     decoded = next;

@@ -9,6 +9,8 @@ import { generateApiKey, hashApiKey } from '../../src/auth/api-key.js';
 import { FileKeyStore, parseKeyFile, type FileReloadResult } from '../../src/store/file-store.js';
 import { MemoryKeyStore } from '../../src/store/memory-store.js';
 import type { KeyRecord } from '../../src/store/types.js';
+import { KEY_MATERIAL_MESSAGE } from '../../src/config/fields.js';
+import { validateConfig } from '../../src/config/load.js';
 import { isoSeconds } from '../../src/time.js';
 import { FIELD_CASES, keyFileWith, PASTED_KEY, type FieldCase } from '../helpers/field-cases.js';
 import { runCli } from '../helpers/cli-run.js';
@@ -93,6 +95,59 @@ describe('one rule per field: the worst values through every way in', () => {
       assert.ok(!r.ok && r.problems.some((p) => p.includes(c.message)), c.what);
     }
     assert.equal(JSON.stringify(await readStoreState(store)), before, 'a refused file changed the store');
+  });
+
+  test('a key in a scope path or a route prefix is refused at every way in, never echoed', async () => {
+    // Scopes are echoed in answers, audit entries and logs like ids and labels: the same rule.
+    const scopes = [{ route: '/notify/v1', paths: [`/notify/v1/otps/${PASTED_KEY}`] }];
+    const lower = [{ route: '/notify/v1', paths: [`/notify/v1/${PASTED_KEY.slice(8).toLowerCase()}`] }];
+    const refused = (text: string, what: string) => {
+      assert.ok(text.includes(`paths.0: ${KEY_MATERIAL_MESSAGE}`), `${what}: ${text}`);
+      assert.ok(!text.includes(PASTED_KEY.slice(8, 32)), `${what}: echoed`);
+    };
+    // The admin API, the CLI and the console share the service.
+    const store = new MemoryKeyStore();
+    const svc = new AdminService({
+      store,
+      tiers: TIERS,
+      maxActiveKeys: 2,
+      rotationAgeDays: 90,
+      routes: ROUTES,
+    });
+    assert.ok((await svc.createCompany({ id: 'acme' })).ok);
+    const key = await svc.createKey('acme', {});
+    assert.ok(key.ok);
+    for (const s of [scopes, lower]) {
+      const company = await svc.updateCompany('acme', { scopes: s });
+      refused(company.ok ? '' : company.details, 'company PATCH');
+      const k = await svc.updateKey(key.value.id, { scopes: s });
+      refused(k.ok ? '' : k.details, 'key PATCH');
+      const c = await svc.createCompany({ id: 'other', scopes: s });
+      refused(c.ok ? '' : c.details, 'company create');
+    }
+    // The key file and apply -f.
+    const file = keyFileWith({ scopes }, {});
+    const parsed = parseKeyFile(file, TIERS, ROUTES);
+    refused(parsed.ok ? '' : parsed.problems.join('\n'), 'key file');
+    const applied = await applyKeyFile(file, {
+      store,
+      tiers: TIERS,
+      routes: ROUTES,
+      maxActiveKeys: 2,
+      actor: 'test',
+      audit: (e) => svc.audit(e),
+      prune: false,
+      dryRun: false,
+    });
+    refused(applied.ok ? '' : applied.problems.join('\n'), 'apply -f');
+    // The config's route prefixes (they reach log lines and metric labels).
+    const cfg = validateConfig({ routes: [{ prefix: `/v1/${PASTED_KEY}`, target: 'http://127.0.0.1:9' }] });
+    assert.ok(!cfg.ok && cfg.problems.some((p) => p.includes(KEY_MATERIAL_MESSAGE)), 'config');
+    const audit = JSON.stringify(await store.readAudit({ limit: 100 }));
+    assert.ok(
+      !audit.includes(PASTED_KEY.slice(8, 32)) &&
+        !audit.toLowerCase().includes(PASTED_KEY.slice(8, 32).toLowerCase()),
+    );
   });
 
   test('apply -f of a key without createdAt stores the time it stored it, not 1970', async () => {

@@ -264,6 +264,32 @@ describe('client values the gateway logs or echoes carry no key (default level)'
     assertNotLogged(bodyOf(g.key));
   });
 
+  test('a hostname or header name holding a key in any case (as clients lowercase them) is not echoed', async () => {
+    const other = generateApiKey('live');
+    const folded = (k: string) => k.toLowerCase().replace(/_/g, '-');
+    const viaHost = await send(g.t.port, '/notify/v1/x', {
+      headers: [
+        ['Host', `${folded(g.key)}.example.com`],
+        ['X-API-Key', g.key],
+        [`X-${other}`, '1'],
+      ],
+    });
+    assert.equal(viaHost.status, 200);
+    const status = await sendFrom('127.0.0.2', g.t.port, '/notify/v1/x', [
+      ['X-API-Key', g.key],
+      ['X-Forwarded-Host', `api.example, ${folded(other)}.example.com`],
+    ]);
+    assert.equal(status, 200);
+    const [first, second] = g.upstream.received;
+    for (const got of [first!, second!]) {
+      const sent = JSON.stringify(got.rawHeaders).toLowerCase();
+      for (const k of [g.key, other]) assert.ok(!sent.includes(bodyOf(k).slice(0, 24).toLowerCase()), sent);
+    }
+    // Host dropped: the gateway names none; the trusted proxy's list is dropped whole.
+    assert.deepEqual(valuesOf(first!, 'x-forwarded-host'), []);
+    assert.deepEqual(valuesOf(second!, 'x-forwarded-host'), [`127.0.0.1:${g.t.port}`]);
+  });
+
   test('the user agent is never logged; holding the key it does not reach the upstream', async () => {
     const r = await send(g.t.port, '/notify/v1/x', {
       headers: { 'X-API-Key': g.key, 'User-Agent': `sdk ${g.key}` },

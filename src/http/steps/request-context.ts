@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { RequestHandler } from 'express';
 import proxyAddr from 'proxy-addr';
+import { ENVIRONMENT_SOURCE } from '../../config/field-patterns.js';
 import { routeStatusCache, statusClass, type GatewayMetrics } from '../../observability/metrics.js';
 import { unredactedChild, type Logger } from '../../observability/logger.js';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.js';
@@ -200,7 +201,7 @@ export const USER_AGENT_NOT_LOGGED = { tooLong: '[not logged: too long]', key: '
 /** Longest user agent logged as it is (browsers send about 150 characters). */
 const MAX_USER_AGENT = 512;
 /** A gateway key's shape, or a run as long as a key's random part: checked whatever the key header. */
-const KEY_SHAPED = /nk_[a-z][a-z0-9]{1,15}_|[0-9A-Za-z]{32}/;
+const KEY_SHAPED = new RegExp(`nk_${ENVIRONMENT_SOURCE}_|[0-9A-Za-z]{32}`);
 
 /**
  * The request's `User-Agent` for the access line: a client-supplied value, so checked like every

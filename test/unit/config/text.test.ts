@@ -43,7 +43,7 @@ describe('isDisplayText', () => {
       '\ud800',
       'a\udc00',
       '\udc00\ud800',
-      // Unassigned code points and noncharacters (final attacker re-check).
+      // Unassigned code points and noncharacters.
       'a\u0378b',
       'a\uffffb',
       'a\ufdd0b',

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { decodeRepeatedly, foldUnicode, percentDecode } from '../../../src/guards/decode.js';
+import {
+  decodeRepeatedly,
+  foldUnicode,
+  hexAt,
+  isBase62,
+  percentDecode,
+  squash,
+} from '../../../src/guards/decode.js';
 import { propertyRuns } from '../../helpers/mutation.js';
 
 /** decodeURIComponent, or null where it throws. */
@@ -209,4 +216,23 @@ describe('foldUnicode', () => {
     assert.equal(foldUnicode('plain ascii'), 'plain ascii');
     assert.equal(foldUnicode('\xf7\xbf\xbf\xbf'), '\xf7\xbf\xbf\xbf', 'past U+10FFFF stays as it is');
   });
+});
+
+test('hexAt: n hex digits in bytes or code units, any case; -1 for a non-digit or past the end', () => {
+  const bytes = Buffer.from('%u005F%2e');
+  assert.equal(hexAt(bytes, 2, 4, bytes.length), 0x5f);
+  assert.equal(hexAt(bytes, 7, 2, bytes.length), 0x2e);
+  assert.equal(hexAt(bytes, 7, 2, 8), -1, 'the second digit lies at the end');
+  assert.equal(hexAt(new Uint16Array([0x41, 0x66, 0xff10]), 0, 2, 3), 0xaf);
+  assert.equal(hexAt(new Uint16Array([0x41, 0xff10]), 0, 2, 2), -1, 'a full-width digit is no digit');
+  assert.equal(hexAt(Buffer.from('0g'), 0, 2, 2), -1);
+});
+
+test('isBase62 and squash: ASCII letters and digits only; squash lowercases and drops the rest', () => {
+  assert.deepEqual(
+    [...'09azAZ_-é '].map((c) => isBase62(c.charCodeAt(0))),
+    [true, true, true, true, true, true, false, false, false, false],
+  );
+  assert.equal(squash('X-API_Key 2'), 'xapikey2');
+  assert.equal(squash('\u212a'), 'k', 'the Kelvin sign lowercases to k');
 });

@@ -361,6 +361,44 @@ describe('createHeaderScrubber: the key in names, arrays, cookies and split valu
   });
 });
 
+describe('createHeaderScrubber: names and hostnames, which arrive lowercased', () => {
+  // Node lowercases header names and clients lowercase hostnames (writing `-` for `_`): a key there
+  // has lost its checksum, so its shape counts whosever it is, and the presented key in any case.
+  const key = generateApiKey('live');
+  const other = generateApiKey('test');
+  const folded = (k: string) => k.toLowerCase().replace(/_/g, '-');
+  for (const level of ['default', 'strict'] as const) {
+    const scrub = createHeaderScrubber(NAMES, [], undefined, level);
+    test(`${level}: a header name holding any key's shape, lowercased, is dropped`, () => {
+      for (const name of [`x-${other.toLowerCase()}`, `x-${folded(other)}`, `${folded(key)}-x`])
+        assert.deepEqual(scrub({ 'x-api-key': key, [name]: '1', accept: 'a' }), { accept: 'a' }, name);
+    });
+    test(`${level}: Host and a trusted X-Forwarded-Host holding a key in any case are dropped`, () => {
+      for (const k of [key, other])
+        for (const host of [
+          `${folded(k)}.example.com`,
+          `${k.toUpperCase()}.example.com`,
+          `a.example.com:${folded(k)}`,
+        ]) {
+          assert.deepEqual(scrub({ 'x-api-key': key, host, accept: 'a' }), { accept: 'a' }, host);
+          assert.deepEqual(
+            scrub({ 'x-api-key': key, 'x-forwarded-host': host, host: 'gw.example.com' }, true),
+            { host: 'gw.example.com' },
+            host,
+          );
+        }
+      // The presented key's secret alone, lowercased, is a copy too (a hostname has no checksum to check).
+      const secret = key.slice(8, 40).toLowerCase();
+      assert.deepEqual(scrub({ 'x-api-key': key, host: `${secret}.example.com` }), {});
+    });
+    test(`${level}: ordinary names and hostnames pass`, () => {
+      const h = { 'x-api-key': key, host: 'api.example.com:8443', 'x-nk-live-setting': '1', accept: 'a' };
+      const { 'x-api-key': _k, ...rest } = h;
+      assert.deepEqual(scrub(h), rest);
+    });
+  }
+});
+
 describe('scrubResponseHeaders', () => {
   test('hop-by-hop, Connection-named and plain chunked go; Expect and other codings stay', () => {
     const h: IncomingHttpHeaders = {
