@@ -6,7 +6,9 @@
 //
 //   npm run build && node bench/connections.mjs [--json-out FILE]
 //
-// Goal: the 10,000 idle connections cost ≤ 100 MB of RSS. The script raises its open-file limit
+// Goal: the 10,000 idle connections cost ≤ 100 MB of RSS. The same idle connections are first held
+// by http-proxy-middleware alone on node:http (hpm-plain, same timeouts): Node's own cost per
+// connection, so the gateway's share shows next to it. The script raises its open-file limit
 // (`ulimit -n`) by running itself again under bash when the limit is too low for the connections.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,8 +19,15 @@ import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Loader } from './lib/loader.mjs';
-import { installCleanup, rssBytes, runTracked, stopAll } from './lib/procs.mjs';
-import { REQUEST_PATH, checkBuild, preflight, startGatewayFile, startUpstream } from './lib/targets.mjs';
+import { installCleanup, rssBytes, runTracked, stopAll, stopProcess } from './lib/procs.mjs';
+import {
+  REQUEST_PATH,
+  checkBuild,
+  preflight,
+  startGatewayFile,
+  startHpmPlain,
+  startUpstream,
+} from './lib/targets.mjs';
 
 const env = process.env;
 const IDLE = Number(env.BENCH_IDLE_CONNECTIONS ?? 10_000);
@@ -59,11 +68,50 @@ async function holdIdle() {
   await new Promise(() => {});
 }
 
+/** Opens IDLE idle connections to `target` from a holder process; resolves with what they cost. */
+async function holdIdleOn(target, key, log) {
+  await sleep(1000);
+  const rssBase = rssBytes(target.child.pid);
+  log(`connections: opening ${IDLE} idle keep-alive connections to ${target.name}`);
+  const holder = spawn('taskset', ['-c', String(LOAD_CORE), process.execPath, SELF, '--hold'], {
+    env: { ...process.env, PORT: String(target.port), KEY: key },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const held = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('idle connections not opened within 120 s')), 120_000);
+    holder.once('message', (m) => (clearTimeout(timer), resolve(m)));
+    holder.once('exit', (code) => reject(new Error(`connection holder exited ${code}`)));
+  }).catch((err) => {
+    holder.kill('SIGKILL');
+    throw err;
+  });
+  await sleep(2000);
+  const rssIdle = rssBytes(target.child.pid);
+  log(
+    `connections: ${target.name}: ${held.open} open, answers ${JSON.stringify(held.statuses)}; RSS +${((rssIdle - rssBase) / MB).toFixed(1)} MB`,
+  );
+  return { held, rssBase, rssIdle, holder };
+}
+
+/** Node's own cost: the same idle connections held by hpm-plain; its RSS growth in bytes. */
+async function baselineGrowth(upstream, log) {
+  const hpm = await startHpmPlain(upstream, { cpus: SUT_CORE, env: { KEEP_ALIVE_TIMEOUT_MS: '600000' } });
+  try {
+    await preflight(hpm, { 'content-type': 'application/json' });
+    const { rssBase, rssIdle, holder } = await holdIdleOn(hpm, '-', log);
+    holder.kill('SIGKILL');
+    return rssIdle - rssBase;
+  } finally {
+    await stopProcess(hpm.child);
+  }
+}
+
 /** Runs the measurement in this process (its open-file limit must allow the connections). */
 async function measure(log) {
   const tmpDir = mkdtempSync(join(tmpdir(), 'notify-gateway-conns-'));
   try {
     const upstream = await startUpstream({ cpus: LOAD_CORE });
+    const hpmGrowth = await baselineGrowth(upstream, log);
     const gw = await startGatewayFile(upstream, tmpDir, {
       name: 'gateway-connections',
       cpus: SUT_CORE,
@@ -77,27 +125,8 @@ async function measure(log) {
     });
     const headers = { 'x-api-key': gw.key };
     await preflight(gw, { ...headers, 'content-type': 'application/json' });
-    await sleep(1000);
-    const rssBase = rssBytes(gw.child.pid);
-    log(`connections: opening ${IDLE} idle keep-alive connections`);
-    const holder = spawn('taskset', ['-c', String(LOAD_CORE), process.execPath, SELF, '--hold'], {
-      env: { ...process.env, PORT: String(gw.port), KEY: gw.key },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
+    const { held, rssBase, rssIdle, holder } = await holdIdleOn(gw, gw.key, log);
     try {
-      const held = await new Promise((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error('idle connections not opened within 120 s')),
-          120_000,
-        );
-        holder.once('message', (m) => (clearTimeout(timer), resolve(m)));
-        holder.once('exit', (code) => reject(new Error(`connection holder exited ${code}`)));
-      });
-      await sleep(2000);
-      const rssIdle = rssBytes(gw.child.pid);
-      log(
-        `connections: ${held.open} open, answers ${JSON.stringify(held.statuses)}; RSS +${((rssIdle - rssBase) / MB).toFixed(1)} MB`,
-      );
       const loader = await Loader.start();
       try {
         const r = await loader.run({
@@ -115,6 +144,7 @@ async function measure(log) {
           idleAnswers: held.statuses,
           rssMB: { base: rssBase / MB, idle: rssIdle / MB, active: rssActive / MB },
           perIdleKB: (rssIdle - rssBase) / IDLE / 1000,
+          hpmPlainMB: hpmGrowth / MB,
           active: {
             connections: ACTIVE,
             seconds: SECONDS,
@@ -168,7 +198,8 @@ export function connectionsReport(c) {
     `\nconnections (one worker; load average ${c.loadavg.map((x) => x.toFixed(2)).join(' ')} after):\n` +
     `  ${c.idleOpen} of ${c.idle} idle keep-alive connections open: RSS ${c.rssMB.base.toFixed(1)} → ` +
     `${c.rssMB.idle.toFixed(1)} MB, +${growth.toFixed(1)} MB (${c.perIdleKB.toFixed(1)} kB each; goal ≤ ${c.goalMB} MB: ` +
-    `${growth <= c.goalMB ? 'MET' : 'not met'})\n` +
+    `${growth <= c.goalMB ? 'MET' : 'not met'}); hpm-plain, the same connections: +${c.hpmPlainMB.toFixed(1)} MB ` +
+    `(gateway ${(growth / c.hpmPlainMB).toFixed(2)}×)\n` +
     `  then ${a.connections} active connections for ${a.seconds} s: ${a.rps.toFixed(0)} req/s, p99 ${a.p99Ms?.toFixed(2)} ms, ` +
     `${a.non2xx} non-2xx, ${a.errors} errors, ${a.timeouts} timeouts (${a.non2xx + a.errors + a.timeouts === 0 ? 'all served' : 'NOT all served'}); ` +
     `RSS ${c.rssMB.active.toFixed(1)} MB; statuses ${JSON.stringify(a.statuses)}\n`

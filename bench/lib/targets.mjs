@@ -62,10 +62,10 @@ export async function startExpressHpm(upstream, { keepAlive, nodeArgs = [], cpus
 }
 
 /** hpm-plain: http-proxy-middleware with a keep-alive agent on plain node:http, no Express. */
-export async function startHpmPlain(upstream, { nodeArgs = [], cpus } = {}) {
+export async function startHpmPlain(upstream, { nodeArgs = [], cpus, env = {} } = {}) {
   const port = await freePort();
   const child = startProcess('hpm-plain', process.execPath, [...nodeArgs, join(SERVERS, 'hpm-plain.mjs')], {
-    env: { PORT: String(port), TARGET: upstream.url },
+    env: { PORT: String(port), TARGET: upstream.url, ...env },
     cpus,
   });
   await waitForPort(port, child);

@@ -5,11 +5,17 @@ import { Agent, createServer } from 'node:http';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 
 const proxy = createProxyMiddleware({ target: process.env.TARGET, agent: new Agent({ keepAlive: true }) });
-createServer((req, res) =>
+const server = createServer((req, res) =>
   proxy(req, res, () => {
     res.statusCode = 404;
     res.end();
   }),
-).listen(Number(process.env.PORT), '127.0.0.1');
+);
+// bench/connections.mjs holds idle keep-alive connections for the whole run, as for the gateway.
+if (process.env.KEEP_ALIVE_TIMEOUT_MS) {
+  server.keepAliveTimeout = Number(process.env.KEEP_ALIVE_TIMEOUT_MS);
+  server.headersTimeout = server.requestTimeout = Number(process.env.KEEP_ALIVE_TIMEOUT_MS) + 1000;
+}
+server.listen(Number(process.env.PORT), '127.0.0.1');
 process.once('SIGTERM', () => process.exit(0));
 process.once('SIGINT', () => process.exit(0));
