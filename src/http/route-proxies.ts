@@ -45,10 +45,10 @@ export function createRouteProxies(opts: RouteProxiesOptions): RouteProxies {
     opts.routes.map((r) => [
       r.prefix,
       createRouteProxy({
-        target: r.target,
+        target: r.targets[0]!.url,
         timeoutMs: r.timeoutMs ?? opts.upstream.timeoutMs,
         bodyLimitBytes: opts.bodyLimitBytes,
-        agent: r.target.startsWith('https:') ? httpsAgent : httpAgent,
+        agent: r.targets[0]!.url.startsWith('https:') ? httpsAgent : httpAgent,
         onUpstreamResponse: opts.onUpstreamResponse,
         securityHeaders: opts.securityHeaders,
         // Signed here, on the request as it leaves: proxyReq.path is what the upstream receives
