@@ -19,7 +19,7 @@ export interface PoolTarget extends Balanced, OutlierState {
 /** Something worth a log line and a counter; the pool's owner decides how. */
 export type PoolEvent =
   | { kind: 'ejected'; target: PoolTarget; forMs: number }
-  | { kind: 'none-healthy'; mode: 'panic' | 'refuse' }
+  | { kind: 'none-healthy'; mode: 'panic' | 'refuse'; first: boolean }
   | { kind: 'check'; target: PoolTarget; healthy: boolean };
 
 export interface PoolOptions {
@@ -122,7 +122,8 @@ export class UpstreamPool {
     if (anyHealthy) this.#panicking = false;
     else {
       const mode = this.#opts.whenNoneHealthy;
-      if (!this.#panicking) this.#opts.onEvent?.({ kind: 'none-healthy', mode });
+      // Every request that finds none is reported (counted); `first` starts a spell (logged).
+      if (tried.size === 0) this.#opts.onEvent?.({ kind: 'none-healthy', mode, first: !this.#panicking });
       this.#panicking = true;
       if (mode === 'refuse') return tried.size === 0 ? 'refuse' : undefined;
       for (const t of this.targets) if (!tried.has(t)) candidates.push(t);

@@ -389,6 +389,7 @@ describe('the request path', () => {
  * gets a unit test, or a line here that says why not.
  */
 const WITHOUT_UNIT_TEST: Record<string, string> = {
+  'proxy/attempt.ts': 'one attempt of the route proxy: test/unit/proxy/route-proxy.test.ts on real sockets',
   'cli.ts': 'the bin: test/integration/cli*.test.ts run it as users do',
   'admin/usage-query.ts': 'the usage route: test/integration/usage.test.ts',
   'config/field-patterns.ts': 'the patterns of the field rules: test/unit/config/fields.test.ts',

@@ -35,7 +35,7 @@ describe('UpstreamPool', () => {
     assert.equal(pool.pick('c', new Set([a!, b!])), undefined);
     assert.deepEqual(
       events.filter((e) => e.kind === 'none-healthy'),
-      [{ kind: 'none-healthy', mode: 'panic' }],
+      [{ kind: 'none-healthy', mode: 'panic', first: true }],
     );
     now += 1000;
     assert.equal(pool.healthyCount(), 2, 'back after the ejection time');
