@@ -16,6 +16,7 @@ import { createEvents, type GatewayEvents } from './events/events.js';
 import type { EventSink } from './events/types.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp, type AppDeps } from './http/app.js';
+import type { Upstreams } from './http/route-proxies.js';
 import { createAdminServer, createGatewayServer, drain, listen } from './http/server.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -61,6 +62,8 @@ export interface GatewayHandle {
   events: GatewayEvents | null;
   /** Usage counting (null when `usage.enabled` is false); `flush()` writes the counts now. */
   usage: { recorder: UsageRecorder; store: UsageStore } | null;
+  /** The routes' upstream pools: targets, health, the admin view. */
+  upstreams: Upstreams;
   /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
   close(): Promise<void>;
 }
@@ -206,6 +209,8 @@ export async function startGateway(
     limiterRedis: limiterRedis.client,
     failurePolicy: config.rateLimit.failurePolicy,
     started: readyOnce(built.redis),
+    // Read at each check, once the app below exists.
+    upstreams: () => app.upstreams.withoutHealthyTarget(),
   });
   const app = createApp({
     config,
@@ -251,7 +256,21 @@ export async function startGateway(
     events,
   });
   const flushTraces = () => tracing.forceFlush();
-  return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events, close };
+  const upstreams = app.upstreams;
+  return {
+    port,
+    adminPort,
+    config,
+    store,
+    service,
+    metrics,
+    logger,
+    flushTraces,
+    usage,
+    events,
+    upstreams,
+    close,
+  };
 }
 
 /** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
