@@ -29,7 +29,11 @@ import {
   type GatewayMetrics,
   type KeyFileMetrics,
 } from './observability/metrics.js';
-import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
+import {
+  createReadinessCheck,
+  type ReadinessCheck,
+  type ReadinessCheckOptions,
+} from './observability/readiness.js';
 import { createTracing, type Tracing } from './observability/tracing.js';
 import { AuthFailureLimiter, TierRateLimiter, type TierLimiterOptions } from './ratelimit/tier-limiter.js';
 import { createRedisClient, waitForReady, type RedisClient } from './redis/connection.js';
@@ -204,14 +208,10 @@ export async function startGateway(
   void reportMissingTiers(config, store, logger);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger, events?.bus);
-  const ready = createReadinessCheck({
-    store,
-    limiterRedis: limiterRedis.client,
-    failurePolicy: config.rateLimit.failurePolicy,
-    started: readyOnce(built.redis),
-    // Read at each check, once the app below exists.
-    upstreams: () => app.upstreams.withoutHealthyTarget(),
-  });
+  // The pools are read at each check, once `app` exists.
+  const ready = createReady(config, store, limiterRedis.client, built.redis, () =>
+    app.upstreams.withoutHealthyTarget(),
+  );
   const app = createApp({
     config,
     verifier,
@@ -240,6 +240,7 @@ export async function startGateway(
     { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
+  const flushTraces = () => tracing.forceFlush();
   const close = createCloser(config, {
     stopTlsReload,
     ready,
@@ -255,22 +256,25 @@ export async function startGateway(
     usage: usage?.recorder ?? null,
     events,
   });
-  const flushTraces = () => tracing.forceFlush();
-  const upstreams = app.upstreams;
-  return {
-    port,
-    adminPort,
-    config,
+  const handle = { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events };
+  return { ...handle, upstreams: app.upstreams, close };
+}
+
+/** The readiness check of the store, the limiter's Redis and the routes' pools. */
+function createReady(
+  config: Readonly<GatewayConfig>,
+  store: KeyStore,
+  limiterRedis: ReadinessCheckOptions['limiterRedis'],
+  redis: Parameters<typeof readyOnce>[0],
+  upstreams: () => string[],
+): ReadinessCheck {
+  return createReadinessCheck({
     store,
-    service,
-    metrics,
-    logger,
-    flushTraces,
-    usage,
-    events,
+    limiterRedis,
+    failurePolicy: config.rateLimit.failurePolicy,
+    started: readyOnce(redis),
     upstreams,
-    close,
-  };
+  });
 }
 
 /** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
