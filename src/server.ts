@@ -227,11 +227,10 @@ export async function startGateway(
   });
   const server = createGatewayServer(config.server, app, tls.server);
   await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(
-    config,
-    { service, metrics, logger, usage, ready, tls: tls.admin, webhooks: events?.admin ?? null },
-    server,
-  );
+  const webhooks = events?.admin ?? null;
+  const { upstreams } = app;
+  const adminDeps = { service, metrics, logger, usage, ready, tls: tls.admin, webhooks, upstreams };
+  const adminServer = await startAdminServer(config, adminDeps, server);
   events?.start();
   const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
   const port = (server.address() as AddressInfo).port;
@@ -257,7 +256,7 @@ export async function startGateway(
     events,
   });
   const handle = { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events };
-  return { ...handle, upstreams: app.upstreams, close };
+  return { ...handle, upstreams, close };
 }
 
 /** The readiness check of the store, the limiter's Redis and the routes' pools. */
@@ -574,6 +573,7 @@ async function startAdminServer(
     ready: ReadinessCheck;
     tls: TlsMaterial | undefined;
     webhooks: WebhookAdmin | null;
+    upstreams: Upstreams;
   },
   gatewayServer: Server,
 ): Promise<Server | null> {
@@ -596,6 +596,7 @@ async function startAdminServer(
     ready: deps.ready,
     tls: deps.tls !== undefined,
     webhooks: deps.webhooks,
+    upstreams: deps.upstreams,
   });
   const adminServer = createAdminServer(adminApp, deps.tls);
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {

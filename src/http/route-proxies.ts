@@ -7,6 +7,7 @@ import { statusClass } from '../observability/metrics.js';
 import { createRouteProxy, type ProxyObserver, type SecurityHeadersMode } from '../proxy/route-proxy.js';
 import { maskUrlCredentials } from '../redact.js';
 import { signGatewayRequest } from '../signing.js';
+import type { BalancingKind } from '../upstream/balancer.js';
 import { Bulkhead } from '../upstream/bulkhead.js';
 import { startHealthChecks } from '../upstream/health-check.js';
 import { UpstreamPool, type PoolEvent, type TargetView } from '../upstream/pool.js';
@@ -26,7 +27,12 @@ export interface RouteProxies {
 export interface Upstreams {
   pools: ReadonlyMap<string, UpstreamPool>;
   /** Every route with its balancing and targets (`GET /admin/v1/upstreams`). */
-  view(): { route: string; balancing: string; whenNoneHealthy: string; targets: TargetView[] }[];
+  view(): {
+    route: string;
+    balancing: BalancingKind;
+    whenNoneHealthy: 'panic' | 'refuse';
+    targets: TargetView[];
+  }[];
   /** The routes with no healthy target (readiness `degraded`). */
   withoutHealthyTarget(): string[];
 }

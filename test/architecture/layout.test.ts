@@ -68,7 +68,7 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   observability: FOUNDATION,
   usage: [...FOUNDATION, 'redis'],
   events: [...FOUNDATION, 'redis', 'store', 'signing', 'observability'],
-  'admin-api': [...FOUNDATION, 'store', 'admin', 'observability', 'events', 'upstream'],
+  'admin-api': [...FOUNDATION, 'store', 'admin', 'observability', 'events'],
   admin: [...FOUNDATION, 'store', 'auth', 'usage', 'events'],
   http: [
     ...FOUNDATION,

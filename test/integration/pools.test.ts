@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type ServerResponse } from 'node:http';
 import { after, afterEach, describe, test } from 'node:test';
 import type { ConfigInput } from '../../src/config/schema.js';
-import { createCompanyAndKey } from '../helpers/admin.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { adminApi, createCompanyAndKey } from '../helpers/admin.js';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/redis.js';
 import { startUpstream } from '../helpers/upstream.js';
 import { startUpstreamProcess, type UpstreamProcess } from '../helpers/upstream-process.js';
 
@@ -278,5 +279,55 @@ describe('upstream pools', () => {
     assert.equal(held.length, 5, 'A still held while B was served');
     for (const res of held) res.end('slow');
     assert.ok((await Promise.all(slow)).every((r) => r.status === 200));
+  });
+
+  test('seen from outside: GET /admin/v1/upstreams, metrics, readiness degraded (not unready)', async () => {
+    const [u] = await upstreams(1);
+    const dead = `http://user:secret-pw@127.0.0.1:${await freePort()}`;
+    const { t, key } = await gateway({
+      targets: [{ url: dead }, { url: u!.url }],
+      retries: { attempts: 2 },
+      outlier: { consecutiveFailures: 1, maxEjectedPercent: 100 },
+    });
+    const results = await load(6, 1, () => hit(t, key));
+    assert.ok(results.every((r) => r.status === 200));
+    const admin = adminApi(t.adminPort);
+    const view = await admin('GET', '/admin/v1/upstreams');
+    assert.equal(view.status, 200);
+    const route = view.list[0] as {
+      route: string;
+      targets: { url: string; state: string; lastError: string }[];
+    };
+    assert.equal(route.route, '/notify/v1');
+    assert.ok(!view.text.includes('secret-pw'), 'credentials masked');
+    assert.equal(route.targets[0]!.state, 'ejected');
+    assert.equal(route.targets[0]!.lastError, 'connect');
+    assert.equal(route.targets[1]!.state, 'healthy');
+    const metrics = await (
+      await fetch(`http://127.0.0.1:${t.adminPort}/metrics`, {
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+    ).text();
+    assert.match(
+      metrics,
+      /gateway_upstream_ejections_total\{route="\/notify\/v1",target="http:\/\/[^"]*127\.0\.0\.1:\d+\/"\} 1/,
+    );
+    assert.match(metrics, /gateway_upstream_target_healthy\{route="\/notify\/v1",target="[^"]+"\} 0/);
+    assert.ok(!metrics.includes('secret-pw'));
+    const ready = await fetch(`http://127.0.0.1:${t.adminPort}/readyz`, {
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    assert.equal(ready.status, 200);
+    await u!.kill();
+    await load(2, 1, () => hit(t, key));
+    const degraded = await fetch(`http://127.0.0.1:${t.adminPort}/readyz`, {
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    assert.equal(degraded.status, 200, 'degraded, still ready');
+    const body = (await degraded.json()) as { status: string; degraded: string[] };
+    assert.equal(body.status, 'degraded');
+    assert.deepEqual(body.degraded, ['upstreams']);
+    const read = adminApi(t.adminPort, null);
+    assert.equal((await read('GET', '/admin/v1/upstreams')).status, 401);
   });
 });
