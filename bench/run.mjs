@@ -9,7 +9,7 @@
 //
 // Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5, measured run), BENCH_WARMUP (2, discarded),
 // BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,node-http-raw,
-// gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
+// gateway-redis; also express-hpm-default, gateway-file, gateway-file-2targets), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
 // BENCH_UPLOAD (1; 0 skips the upload figures),
 // BENCH_QUIET_WAIT (60: seconds, in total, the bench may wait for other processes to leave core 0
 // before measured runs; 0 never waits).
@@ -35,6 +35,7 @@ import {
   preflight,
   startExpressHpm,
   startGatewayFile,
+  startGatewayFileTwoTargets,
   startGatewayRedis,
   startRawProxy,
   startUpstream,
@@ -70,6 +71,7 @@ const ALL_TARGETS = [
   'gateway-redis',
   'express-hpm-default',
   'gateway-file',
+  'gateway-file-2targets',
 ];
 const DEFAULT_TARGETS = ['express-hpm-keepalive', 'node-http-raw', 'gateway-redis'];
 const SELECTED = env.BENCH_TARGETS ? env.BENCH_TARGETS.split(',').map((s) => s.trim()) : DEFAULT_TARGETS;
@@ -145,6 +147,9 @@ async function startTargets(upstream, tmpDir) {
     'node-http-raw': () => startRawProxy(upstream, { cpus }),
     'gateway-file': () => startGatewayFile(upstream, tmpDir, { cpus }),
     'gateway-redis': () => startGatewayRedis(upstream, tmpDir, { cpus }),
+    // The second upstream of the two-target route, on the load core like the first.
+    'gateway-file-2targets': async () =>
+      startGatewayFileTwoTargets(upstream, await startUpstream({ cpus: LOAD_CORE }), tmpDir, { cpus }),
   };
   const targets = [];
   for (const name of SELECTED) targets.push(await starters[name]());
