@@ -115,6 +115,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Time to the upstream’s response headers, and the longest idle gap after them; past it 504 (or the client connection is cut, once the answer has begun).',
   'upstream.maxSockets': 'Keep-alive connections per upstream.',
   'upstream.keepAliveMs': 'How long an idle upstream connection is kept.',
+  'upstream.resolveIntervalMs':
+    'How often a target given by hostname is looked up again; each of its addresses is a target of its own with the same weight (a Kubernetes headless Service), `Host` stays the name. 0: never (the name is resolved at each new connection).',
 
   store: 'Where companies and key records live (docs/keys.md, "Stores").',
   'store.type':

@@ -276,6 +276,8 @@ export const configSchema = z
         timeoutMs: ms(30_000),
         maxSockets: z.coerce.number().int().min(1).default(512),
         keepAliveMs: ms(30_000),
+        /** How often hostname targets are looked up again (0: never). */
+        resolveIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
       })
       .strict()
       .default({}),

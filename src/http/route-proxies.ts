@@ -10,6 +10,7 @@ import { signGatewayRequest } from '../signing.js';
 import type { BalancingKind } from '../upstream/balancer.js';
 import { Bulkhead } from '../upstream/bulkhead.js';
 import { startHealthChecks } from '../upstream/health-check.js';
+import { startResolving } from '../upstream/resolve.js';
 import { UpstreamPool, type PoolEvent, type TargetView } from '../upstream/pool.js';
 import { RetryBudget } from '../upstream/retry-budget.js';
 import '../request-state.js';
@@ -39,7 +40,7 @@ export interface Upstreams {
 
 export interface RouteProxiesOptions {
   routes: GatewayConfig['routes'];
-  upstream: Pick<GatewayConfig['upstream'], 'maxSockets' | 'keepAliveMs' | 'timeoutMs'>;
+  upstream: Pick<GatewayConfig['upstream'], 'maxSockets' | 'keepAliveMs' | 'timeoutMs' | 'resolveIntervalMs'>;
   /** 0 = no limit; enforced on streamed bodies by the proxy. */
   bodyLimitBytes: number;
   /** Sign each request as it leaves; `null` = no signature. */
@@ -78,6 +79,16 @@ export function createRouteProxies(opts: RouteProxiesOptions): RouteProxies {
       const pool = createPool(r, opts);
       pools.set(r.prefix, pool);
       if (r.healthCheck) stops.push(startHealthChecks(pool, r.healthCheck));
+      stops.push(
+        startResolving(pool, r.targets, {
+          intervalMs: opts.upstream.resolveIntervalMs,
+          onError: (url, err) =>
+            opts.logger?.warn(
+              { route: r.prefix, target: maskUrlCredentials(url), err: String(err) },
+              'upstream target did not resolve',
+            ),
+        }),
+      );
       const proxy = createRouteProxy({
         pool,
         timeoutMs: r.timeoutMs ?? opts.upstream.timeoutMs,

@@ -121,7 +121,7 @@ export function sendAttempt(c: AttemptContext): ClientRequest {
  * for a body otherwise); one with `Transfer-Encoding` keeps it, so no body byte can pass unframed.
  */
 function outgoingHeaders(req: IncomingMessage, target: PoolTarget): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = { ...req.headers, host: target.url.host };
+  const headers: OutgoingHttpHeaders = { ...req.headers, host: target.hostHeader };
   if (
     (req.method === 'DELETE' || req.method === 'OPTIONS') &&
     headers['content-length'] === undefined &&

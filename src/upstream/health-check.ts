@@ -57,7 +57,7 @@ export function probeHttp(target: PoolTarget, opts: HealthCheckOptions): Promise
         port: target.url.port || (https ? 443 : 80),
         path: opts.path,
         method: 'GET',
-        headers: { host: target.url.host, 'user-agent': 'notify-gateway-health-check' },
+        headers: { host: target.hostHeader, 'user-agent': 'notify-gateway-health-check' },
         agent: false,
         timeout: opts.timeoutMs,
       },

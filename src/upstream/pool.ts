@@ -3,9 +3,18 @@ import { isoSeconds } from '../time.js';
 import { createBalancer, type Balanced, type Balancer, type BalancingKind } from './balancer.js';
 import { OutlierDetector, type OutlierOptions, type OutlierState } from './outlier.js';
 
+/** A target as configured (or resolved): base URL, weight, and the `Host` to send when not the URL's. */
+export interface PoolTargetInput {
+  url: string;
+  weight: number;
+  host?: string | undefined;
+}
+
 /** One target of a pool with its live state. */
 export interface PoolTarget extends Balanced, OutlierState {
   readonly url: URL;
+  /** The `Host` header it gets: the URL's, or the name it was resolved from. */
+  readonly hostHeader: string;
   /** The target's own path without trailing slashes, prefixed to the request path. */
   readonly basePath: string;
   /** False while active health checks see the target unhealthy. */
@@ -23,7 +32,7 @@ export type PoolEvent =
   | { kind: 'check'; target: PoolTarget; healthy: boolean };
 
 export interface PoolOptions {
-  targets: readonly { url: string; weight: number }[];
+  targets: readonly PoolTargetInput[];
   balancing: BalancingKind;
   outlier: OutlierOptions;
   whenNoneHealthy: 'panic' | 'refuse';
@@ -75,15 +84,17 @@ export class UpstreamPool {
   }
 
   /** Replaces the target list (DNS re-resolution); targets kept by URL keep their state. */
-  setTargets(list: readonly { url: string; weight: number }[]): void {
+  setTargets(list: readonly PoolTargetInput[]): void {
     const old = new Map(this.targets.map((t) => [t.id, t]));
     this.targets = list.map((t) => {
       const url = new URL(t.url);
       const kept = old.get(url.href);
-      if (kept !== undefined && kept.weight === t.weight) return kept;
+      const hostHeader = t.host ?? url.host;
+      if (kept !== undefined && kept.weight === t.weight && kept.hostHeader === hostHeader) return kept;
       return {
         id: url.href,
         url,
+        hostHeader,
         basePath: url.pathname.replace(/\/+$/, ''),
         weight: t.weight,
         inFlight: kept?.inFlight ?? 0,
