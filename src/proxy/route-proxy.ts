@@ -205,7 +205,13 @@ class Forwarding {
     const status = proxyRes.statusCode ?? 0;
     const gatewayError = GATEWAY_ERRORS.has(status);
     this.pool.onResult(target, gatewayError ? `status ${status}` : null);
-    if (gatewayError && this.retryable && !this.#done) {
+    if (this.#done) {
+      // The client went away, or the total timeout answered, while the headers were on their way.
+      proxyRes.resume();
+      proxyRes.once('close', end);
+      return;
+    }
+    if (gatewayError && this.retryable) {
       const wait = retryAfterMs(proxyRes.headers['retry-after']);
       const next = wait <= MAX_RETRY_AFTER_MS ? this.#nextTarget() : undefined;
       if (next !== undefined) {
@@ -224,6 +230,8 @@ class Forwarding {
     this.#current = null;
     if (failure !== 'body-error' && failure !== 'too-large' && failure !== 'total-timeout')
       this.pool.onResult(target, failure);
+    // Already answered (a total timeout's 504): destroying now could drop that answer unsent.
+    if (this.res.writableEnded) return;
     if (this.#done || this.res.headersSent) {
       this.res.destroy();
       return;

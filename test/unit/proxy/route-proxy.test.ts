@@ -654,3 +654,21 @@ describe('createRouteProxy: a pool of targets, retries that never replay a write
     assert.equal((await first).status, 200);
   });
 });
+
+describe('createRouteProxy: the total timeout', () => {
+  test('over every attempt: 504 UPSTREAM_TOTAL_TIMEOUT, delivered whole, the upstream request cut', async () => {
+    const u = await upstream();
+    let upstreamClosed = false;
+    u.handle((req) => req.socket.once('close', () => (upstreamClosed = true)));
+    const f = await front({ target: u.url, timeoutMs: 5000, timeouts: { total: 150 } });
+    const r = await fetchRaw(f.port, '/notify/v1/slow');
+    assert.equal(r.status, 504);
+    assert.equal(r.complete, true);
+    assert.deepEqual(json(r.body), {
+      error: 'Gateway Timeout',
+      details: 'Upstream service did not complete the request in time',
+    });
+    assert.equal(f.states[0]!.error, 'UPSTREAM_TOTAL_TIMEOUT');
+    await waitFor(() => upstreamClosed);
+  });
+});
