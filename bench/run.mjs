@@ -10,7 +10,7 @@
 //
 // Environment: BENCH_ROUNDS (3), BENCH_SECONDS (5, measured run), BENCH_WARMUP (2, discarded),
 // BENCH_CONNECTIONS (32), BENCH_TARGETS (comma list, default express-hpm-keepalive,hpm-plain,node-http-raw,
-// gateway-redis), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
+// gateway-redis; also express-hpm-default, gateway-file, gateway-file-2targets), BENCH_SCENARIOS (GET,POST), BENCH_MEMORY (1; 0 skips the memory figure),
 // BENCH_UPLOAD (1; 0 skips the upload figures), BENCH_OVERLOAD (1; 0 skips bench/overload.mjs),
 // BENCH_COLD_START (1; 0 skips bench/cold-start.mjs), BENCH_CONNECTIONS_IDLE (1; 0 skips
 // bench/connections.mjs),
@@ -38,6 +38,7 @@ import {
   preflight,
   startExpressHpm,
   startGatewayFile,
+  startGatewayFileTwoTargets,
   startGatewayRedis,
   startHpmPlain,
   startRawProxy,
@@ -82,6 +83,7 @@ const ALL_TARGETS = [
   'gateway-redis',
   'express-hpm-default',
   'gateway-file',
+  'gateway-file-2targets',
 ];
 const DEFAULT_TARGETS = ['express-hpm-keepalive', 'hpm-plain', 'node-http-raw', 'gateway-redis'];
 const SELECTED = env.BENCH_TARGETS ? env.BENCH_TARGETS.split(',').map((s) => s.trim()) : DEFAULT_TARGETS;
@@ -161,6 +163,9 @@ async function startTargets(upstream, tmpDir) {
     'node-http-raw': () => startRawProxy(upstream, { cpus }),
     'gateway-file': () => startGatewayFile(upstream, tmpDir, { cpus }),
     'gateway-redis': () => startGatewayRedis(upstream, tmpDir, { cpus }),
+    // The second upstream of the two-target route, on the load core like the first.
+    'gateway-file-2targets': async () =>
+      startGatewayFileTwoTargets(upstream, await startUpstream({ cpus: LOAD_CORE }), tmpDir, { cpus }),
   };
   const targets = [];
   for (const name of SELECTED) targets.push(await starters[name]());

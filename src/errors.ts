@@ -96,6 +96,27 @@ export const ERRORS = {
     error: 'Gateway Timeout',
     details: 'Upstream service did not answer in time',
   },
+  UPSTREAM_CONNECT_TIMEOUT: {
+    status: 504,
+    error: 'Gateway Timeout',
+    details: 'Upstream service did not accept a connection in time',
+  },
+  UPSTREAM_TOTAL_TIMEOUT: {
+    status: 504,
+    error: 'Gateway Timeout',
+    details: 'Upstream service did not complete the request in time',
+  },
+  UPSTREAM_BUSY: {
+    status: 503,
+    error: 'Service Unavailable',
+    details:
+      'Too many requests of this company in flight on this route; retry after the delay in Retry-After',
+  },
+  NO_HEALTHY_UPSTREAM: {
+    status: 503,
+    error: 'Service Unavailable',
+    details: 'No healthy upstream target for this route; retry shortly',
+  },
 
   // Admin API (its own port). `details` is the default; most answers replace it with specifics
   // (the field at fault, the id not found). Store outages answer STORE_UNAVAILABLE (503), anything

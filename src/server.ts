@@ -16,6 +16,7 @@ import { createEvents, type GatewayEvents } from './events/events.js';
 import type { EventSink } from './events/types.js';
 import type { GatewayConfig } from './config/schema.js';
 import { createApp, type AppDeps } from './http/app.js';
+import type { Upstreams } from './http/route-proxies.js';
 import { createAdminServer, createGatewayServer, drain, listen } from './http/server.js';
 import { createMetricsReader } from './observability/cluster-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -28,7 +29,11 @@ import {
   type GatewayMetrics,
   type KeyFileMetrics,
 } from './observability/metrics.js';
-import { createReadinessCheck, type ReadinessCheck } from './observability/readiness.js';
+import {
+  createReadinessCheck,
+  type ReadinessCheck,
+  type ReadinessCheckOptions,
+} from './observability/readiness.js';
 import { createTracing, type Tracing } from './observability/tracing.js';
 import { AuthFailureLimiter, TierRateLimiter, type TierLimiterOptions } from './ratelimit/tier-limiter.js';
 import type { RedisClient } from './redis/connection.js';
@@ -59,6 +64,8 @@ export interface GatewayHandle {
   events: GatewayEvents | null;
   /** Usage counting (null when `usage.enabled` is false); `flush()` writes the counts now. */
   usage: { recorder: UsageRecorder; store: UsageStore } | null;
+  /** The routes' upstream pools: targets, health, the admin view. */
+  upstreams: Upstreams;
   /** Graceful stop: no new connections, in-flight requests drain up to `server.shutdownTimeoutMs`. */
   close(): Promise<void>;
 }
@@ -204,12 +211,10 @@ export async function startGateway(
   void reportMissingTiers(config, store, logger);
   const usage = await createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger, events?.bus);
-  const ready = createReadinessCheck({
-    store,
-    limiterRedis: limiterRedis.client,
-    failurePolicy: config.rateLimit.failurePolicy,
-    started: readyOnce(built.redis),
-  });
+  // The pools are read at each check, once `app` exists.
+  const ready = createReady(config, store, limiterRedis.client, built.redis, () =>
+    app.upstreams.withoutHealthyTarget(),
+  );
   const app = createApp({
     config,
     verifier,
@@ -225,11 +230,10 @@ export async function startGateway(
   });
   const server = createGatewayServer(config.server, app, tls.server);
   await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(
-    config,
-    { service, metrics, logger, usage, ready, tls: tls.admin, webhooks: events?.admin ?? null },
-    server,
-  );
+  const webhooks = events?.admin ?? null;
+  const { upstreams } = app;
+  const adminDeps = { service, metrics, logger, usage, ready, tls: tls.admin, webhooks, upstreams };
+  const adminServer = await startAdminServer(config, adminDeps, server);
   events?.start();
   const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
   const port = (server.address() as AddressInfo).port;
@@ -238,6 +242,7 @@ export async function startGateway(
     { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
+  const flushTraces = () => tracing.forceFlush();
   const close = createCloser(config, {
     stopTlsReload,
     ready,
@@ -253,8 +258,25 @@ export async function startGateway(
     usage: usage?.recorder ?? null,
     events,
   });
-  const flushTraces = () => tracing.forceFlush();
-  return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events, close };
+  const handle = { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events };
+  return { ...handle, upstreams, close };
+}
+
+/** The readiness check of the store, the limiter's Redis and the routes' pools. */
+function createReady(
+  config: Readonly<GatewayConfig>,
+  store: KeyStore,
+  limiterRedis: ReadinessCheckOptions['limiterRedis'],
+  redis: Parameters<typeof readyOnce>[0],
+  upstreams: () => string[],
+): ReadinessCheck {
+  return createReadinessCheck({
+    store,
+    limiterRedis,
+    failurePolicy: config.rateLimit.failurePolicy,
+    started: readyOnce(redis),
+    upstreams,
+  });
 }
 
 /** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
@@ -559,6 +581,7 @@ async function startAdminServer(
     ready: ReadinessCheck;
     tls: TlsMaterial | undefined;
     webhooks: WebhookAdmin | null;
+    upstreams: Upstreams;
   },
   gatewayServer: Server,
 ): Promise<Server | null> {
@@ -581,6 +604,7 @@ async function startAdminServer(
     ready: deps.ready,
     tls: deps.tls !== undefined,
     webhooks: deps.webhooks,
+    upstreams: deps.upstreams,
   });
   const adminServer = createAdminServer(adminApp, deps.tls);
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {

@@ -1,6 +1,6 @@
 // Starting the upstream and the six targets, each in its own process on its own 127.0.0.1 port.
 // `nodeArgs` lets bench/profile.mjs add --cpu-prof.
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import process from 'node:process';
@@ -126,11 +126,15 @@ async function keyTools() {
 export async function startGatewayFile(
   upstream,
   tmpDir,
-  { nodeArgs = [], name = 'gateway-file', cpus, routes, config: extra } = {},
+  { nodeArgs = [], name = 'gateway-file', cpus, routes, config: extra, key: givenKey } = {},
 ) {
   const { generateApiKey, hashApiKey } = await keyTools();
-  const key = generateApiKey('live');
-  const keyFile = join(tmpDir, 'keys.yaml');
+  // One key for every gateway target of a run (the bench sends the same headers to all of them).
+  const key = givenKey ?? (sharedKey ??= generateApiKey('live'));
+  // A folder per gateway: each watches its own key file.
+  const dir = join(tmpDir, name);
+  mkdirSync(dir, { recursive: true });
+  const keyFile = join(dir, 'keys.yaml');
   writeFileSync(
     keyFile,
     stringify({
@@ -144,16 +148,28 @@ export async function startGatewayFile(
     }),
   );
   const port = await freePort();
-  const config = join(tmpDir, 'gateway-file.yaml');
+  const config = join(dir, 'gateway-file.yaml');
   writeFileSync(config, stringify(gatewayConfig({ port, upstream, keyFile, routes, extra })));
   const child = startProcess(
     name,
     process.execPath,
     [...nodeArgs, CLI, 'serve', '--config', config, '--workers', '1'],
-    { cwd: tmpDir, cpus },
+    { cwd: dir, cpus },
   );
   await waitForPort(port, child);
   return { name, child, port, key, gateway: true };
+}
+
+let sharedKey;
+
+/**
+ * gateway-file-2targets: gateway-file with the route over two upstreams (round-robin, the default
+ * pool settings), to compare with gateway-file's one target: what a pool costs per request.
+ */
+export async function startGatewayFileTwoTargets(upstream, second, tmpDir, { nodeArgs = [], cpus } = {}) {
+  const targets = [{ url: upstream.url }, { url: second.url }];
+  const routes = [{ prefix: '/notify/v1', targets }];
+  return startGatewayFile(upstream, tmpDir, { nodeArgs, cpus, routes, name: 'gateway-file-2targets' });
 }
 
 /**

@@ -9,6 +9,7 @@ import { renderKey, renderKeySearch } from './keys.js';
 import { loadIdentity, session } from './session.js';
 import { loadSettings } from './settings.js';
 import { clearMessages, showError } from './ui.js';
+import { renderUpstreams } from './upstreams.js';
 import { renderWebhooks } from './webhooks.js';
 
 const main = document.getElementById('main');
@@ -56,6 +57,7 @@ async function signIn(e) {
 function headingOf(path) {
   if (path === '/audit') return 'Audit trail';
   if (path === '/webhooks') return 'Webhook deliveries';
+  if (path === '/upstreams') return 'Upstreams';
   if (path.startsWith('/keys')) return path === '/keys' ? 'Find a key' : 'Key';
   return path.startsWith('/companies/') ? 'Company' : 'Companies';
 }
@@ -72,6 +74,7 @@ async function route() {
     else if (path === '/keys') await renderKeySearch(main, params);
     else if (path === '/audit') await renderAudit(main, params);
     else if (path === '/webhooks') await renderWebhooks(main, params);
+    else if (path === '/upstreams') await renderUpstreams(main);
     else await renderCompanies(main);
     main.querySelector('h1')?.focus({ preventScroll: true });
   } catch (err) {

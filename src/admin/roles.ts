@@ -42,6 +42,7 @@ export const ADMIN_ROUTE_ROLES: readonly AdminRouteRole[] = [
   { method: 'GET', path: '/admin/v1/audit', role: 'read' },
   { method: 'GET', path: '/admin/v1/audit/export', role: 'read' },
   { method: 'GET', path: '/admin/v1/whoami', role: 'read' },
+  { method: 'GET', path: '/admin/v1/upstreams', role: 'read' },
   { method: 'GET', path: '/admin/v1/keys', role: 'read' },
   { method: 'GET', path: '/admin/v1/keys/:keyId/usage', role: 'read' },
   { method: 'GET', path: '/admin/v1/openapi.json', role: 'read' },

@@ -23,6 +23,7 @@ import {
   isQueryChecked,
   missingBodyDetails,
   type AdminOperation,
+  type UpstreamsView,
 } from './schemas.js';
 import { queryKeyUsage, queryUsage, type UsageQueryDeps } from './usage-query.js';
 
@@ -50,6 +51,8 @@ export interface AdminAppDeps {
   ready: () => Promise<Readiness>;
   /** The webhook routes (src/events/admin.ts); null or absent: events are off (404). */
   webhooks?: WebhookAdmin | null;
+  /** The routes' pools for `GET /admin/v1/upstreams` (absent: an empty list). */
+  upstreams?: { view(): UpstreamsView };
 }
 
 /**
@@ -96,6 +99,9 @@ export function createAdminApp(deps: AdminAppDeps): Express {
     const m = await deps.readMetrics();
     res.setHeader('Content-Type', m.contentType);
     res.end(m.text);
+  });
+  app.get('/admin/v1/upstreams', guard('get', '/admin/v1/upstreams'), (_req, res) => {
+    res.json(deps.upstreams?.view() ?? []);
   });
   app.use('/admin/v1', createAdminRoutes(deps.service, deps.usage ?? null));
   app.use('/admin/v1', createWebhookRoutes(deps.webhooks ?? null));

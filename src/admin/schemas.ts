@@ -280,6 +280,35 @@ export const keyUsageReportSchema = usageReportSchema.extend({ keyId: z.string()
 /** `GET /admin/v1/whoami`: the calling token's name (the audit trail's actor) and role. */
 export const whoamiSchema = z.object({ name: z.string(), role: z.enum(['read', 'keys', 'admin']) }).strict();
 
+/** `GET /admin/v1/upstreams`: every route's targets and their state (docs/upstreams.md). */
+export const upstreamsSchema = z.array(
+  z
+    .object({
+      route: z.string(),
+      balancing: z.enum(['round-robin', 'least-requests', 'company-hash']),
+      whenNoneHealthy: z.enum(['panic', 'refuse']),
+      targets: z.array(
+        z
+          .object({
+            url: z.string().describe('Credentials masked'),
+            weight: z.number().int(),
+            state: z
+              .enum(['healthy', 'ejected', 'unhealthy'])
+              .describe('`ejected`: by passive checks, until `ejectedUntil`; `unhealthy`: by active checks'),
+            ejectedUntil: z.string().nullable(),
+            inFlight: z.number().int(),
+            ejections: z.number().int(),
+            lastError: z.string().nullable(),
+          })
+          .strict(),
+      ),
+    })
+    .strict(),
+);
+
+/** What `GET /admin/v1/upstreams` answers. */
+export type UpstreamsView = z.infer<typeof upstreamsSchema>;
+
 /** Every error answer: the spec's `{error, details}` (src/errors.ts). */
 export const errorBodySchema = z.object({ error: z.string(), details: z.string() }).strict();
 
@@ -392,6 +421,16 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       summary: 'Prometheus metrics (this process, or every worker under --workers)',
       role: 'read',
       ok: { status: 200, schema: z.string(), text: 'text/plain; version=0.0.4' },
+      errors: [],
+    },
+    {
+      method: 'get',
+      path: `${V1}/upstreams`,
+      operationId: 'listUpstreams',
+      summary:
+        "Every route's upstream targets with their state, weight, requests in flight, last error and ejections",
+      role: 'read',
+      ok: { status: 200, schema: upstreamsSchema },
       errors: [],
     },
     {

@@ -64,7 +64,7 @@ export function describeConfig(file: string, c: Readonly<GatewayConfig>): string
     `configuration OK (${file})`,
     `  store: ${c.store.type}${c.store.type === 'redis' ? ` (${c.store.redis.url})` : ''}`,
     ...(c.rateLimit.redisUrl ? [`  rate-limit redis: ${c.rateLimit.redisUrl}`] : []),
-    `  routes: ${c.routes.map((x) => `${x.prefix} -> ${x.target}`).join(', ')}`,
+    `  routes: ${c.routes.map((x) => `${x.prefix} -> ${x.targets.map((t) => t.url).join(' ')}`).join(', ')}`,
     `  tiers: ${c.rateLimit.tiers.map((t) => `${t.name} ${t.windows.map((w) => `${w.points}/${w.duration}s`).join('+')}`).join(', ')}`,
   ];
   return lines.join('\n') + '\n';

@@ -67,8 +67,54 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'routes[].prefix':
     'Path prefix, e.g. `/notify/v1`: starts with `/`, plain URL path characters (no `%`, `\\` or `;`), no empty (`//`) or dot (`.`, `..`) segment; each prefix once.',
   'routes[].target':
-    'Upstream base URL (`http://` or `https://`). A path of its own is prepended to the request path: `http://b:9090/base` + `/notify/v1/x` → `/base/notify/v1/x`. `UPSTREAM_URL` sets it when the file has at most one route.',
+    'The one-target form of `targets`. Upstream base URL (`http://` or `https://`). A path of its own is prepended to the request path: `http://b:9090/base` + `/notify/v1/x` → `/base/notify/v1/x`. `UPSTREAM_URL` sets it when the file has at most one route.',
+  'routes[].targets':
+    'The route’s upstream pool (docs/upstreams.md): a list of `{url, weight}`, instead of `target`. Each URL as in `target`; a hostname is re-resolved and each of its addresses is a target.',
+  'routes[].targets[].url': 'Upstream base URL, as in `target`.',
+  'routes[].targets[].weight': 'Share of the traffic relative to the other targets (1–1000).',
   'routes[].timeoutMs': 'This route’s `upstream.timeoutMs`.',
+  'routes[].balancing':
+    '`round-robin`: smooth weighted round-robin; `least-requests`: fewest requests in flight per weight, ties at random; `company-hash`: a company stays on one target (weighted rendezvous hash; only the companies of a target that leaves move).',
+  'routes[].timeouts':
+    'Timeouts of one attempt, each with its own answer and metric label (docs/upstreams.md).',
+  'routes[].timeouts.connect':
+    'Time to open a connection to a target; past it the attempt fails as not sent (retried elsewhere) or 504 `UPSTREAM_CONNECT_TIMEOUT`.',
+  'routes[].timeouts.headers':
+    'Time from forwarding to the response headers (default `timeoutMs`); past it 504 `UPSTREAM_TIMEOUT`.',
+  'routes[].timeouts.idle':
+    'Longest gap between bytes of the response (default `timeoutMs`); past it the client connection is cut.',
+  'routes[].timeouts.total':
+    'The whole request, every attempt and the response included; unset: no bound. Past it 504 `UPSTREAM_TOTAL_TIMEOUT`, or the client connection is cut once the answer has begun.',
+  'routes[].retries': 'Retries on another target; a request whose body reached a target is never sent again.',
+  'routes[].retries.attempts': 'Attempts per request, the first included (1 = no retry).',
+  'routes[].retries.budget':
+    'Bounds retries over the last 10 seconds to `ratio` × requests + `minPerSecond` × 10.',
+  'routes[].retries.budget.ratio': 'Retries as a share of requests.',
+  'routes[].retries.budget.minPerSecond':
+    'Retries per second allowed whatever the traffic (so a quiet route can still retry).',
+  'routes[].retries.idempotentMethods':
+    'Methods also retried on 502, 503, 504 or a timeout before the response headers, when the request has no body. Add `PUT`, `DELETE` only when the upstream treats them as idempotent.',
+  'routes[].outlier': 'Passive health checking: targets that fail in a row are ejected for a while.',
+  'routes[].outlier.consecutiveFailures':
+    'Failures in a row (connection failure, timeout, 502/503/504) that eject a target.',
+  'routes[].outlier.baseEjectionMs': 'First ejection time; each further ejection doubles it.',
+  'routes[].outlier.maxEjectionMs': 'The longest ejection.',
+  'routes[].outlier.maxEjectedPercent':
+    'Most targets ejected at once, in percent (at least one may be; 0: never eject).',
+  'routes[].whenNoneHealthy':
+    '`panic`: with no healthy target, try them all anyway; `refuse`: answer 503 `NO_HEALTHY_UPSTREAM`.',
+  'routes[].healthCheck': 'Active health checks: a GET to each target on an interval. Off unless set.',
+  'routes[].healthCheck.path': 'Path of the check request (not joined to the target’s base path).',
+  'routes[].healthCheck.intervalMs': 'Time between two checks of a target.',
+  'routes[].healthCheck.timeoutMs': 'A check without an answer in this time fails.',
+  'routes[].healthCheck.expectedStatuses': 'Statuses that pass.',
+  'routes[].healthCheck.healthyThreshold':
+    'Passes in a row that make a target healthy again (also ending its ejection).',
+  'routes[].healthCheck.unhealthyThreshold': 'Failures in a row that make a target unhealthy.',
+  'routes[].maxInFlight':
+    'The bulkhead: requests in flight on this route per company (and key); past it 503 `UPSTREAM_BUSY`.',
+  'routes[].maxInFlight.perCompany': 'Requests in flight per company.',
+  'routes[].maxInFlight.perKey': 'Requests in flight per key (unset: no cap of its own).',
   'routes[].methods':
     'Methods this route forwards, in upper case (`GET` implies `HEAD`); any other gets 405 with `Allow`, before the key is read. Default: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS. `TRACE`, `TRACK` and `CONNECT` are always refused.',
 
@@ -77,6 +123,8 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Time to the upstream’s response headers, and the longest idle gap after them; past it 504 (or the client connection is cut, once the answer has begun).',
   'upstream.maxSockets': 'Keep-alive connections per upstream.',
   'upstream.keepAliveMs': 'How long an idle upstream connection is kept.',
+  'upstream.resolveIntervalMs':
+    'How often a target given by hostname is looked up again; each of its addresses is a target of its own with the same weight (a Kubernetes headless Service), `Host` stays the name. 0: never (the name is resolved at each new connection).',
 
   store: 'Where companies and key records live (docs/keys.md, "Stores").',
   'store.type':

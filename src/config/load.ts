@@ -211,6 +211,7 @@ function setSingleRouteTarget(cfg: Record<string, unknown>, url: string): string
   const only = routes[0];
   if (routes.length === 1 && only !== null && typeof only === 'object' && !Array.isArray(only)) {
     (only as Record<string, unknown>).target = url;
+    delete (only as Record<string, unknown>).targets;
     return undefined;
   }
   return (

@@ -56,27 +56,109 @@ export const tierSchema = z
     windows: t.windows ?? [{ points: t.points ?? 1, duration: t.duration ?? 1 }],
   }));
 
-export const routeSchema = z.object({
-  prefix: pathPrefixSchema,
-  target: url,
-  /** Overrides `upstream.timeoutMs` for this route. */
-  timeoutMs: z.coerce.number().int().min(1).max(3_600_000).optional(),
-  /**
-   * Methods this route forwards (uppercase; `GET` implies `HEAD`); any other answers 405 with
-   * `Allow`. Default: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS.
-   */
-  methods: z
-    .array(
-      z
-        .string()
-        .regex(/^[A-Z][A-Z-]*$/, 'must be an uppercase method name such as GET')
-        .refine((m) => !['TRACE', 'TRACK', 'CONNECT'].includes(m), 'is always refused by the gateway')
-        .refine((m) => METHODS.includes(m), 'is not a method Node.js accepts'),
-    )
-    .min(1, 'list at least one method, or leave methods out')
-    .refine((l) => new Set(l).size === l.length, 'lists a method twice')
+const methodName = z
+  .string()
+  .regex(/^[A-Z][A-Z-]*$/, 'must be an uppercase method name such as GET')
+  .refine((m) => !['TRACE', 'TRACK', 'CONNECT'].includes(m), 'is always refused by the gateway')
+  .refine((m) => METHODS.includes(m), 'is not a method Node.js accepts');
+
+const optionalMs = z.coerce.number().int().min(1).max(3_600_000).optional();
+const count = (min: number, max: number, def: number) =>
+  z.coerce.number().int().min(min).max(max).default(def);
+
+/** One target of a route's pool: a base URL and its share of the traffic. */
+export const routeTargetSchema = z.object({ url, weight: count(1, 1000, 1) }).strict();
+
+/** How a route's pool answers, balances, retries and ejects (docs/upstreams.md). */
+const poolFields = {
+  balancing: z.enum(['round-robin', 'least-requests', 'company-hash']).default('round-robin'),
+  timeouts: z
+    .object({ connect: ms(5_000), headers: optionalMs, idle: optionalMs, total: optionalMs })
+    .strict()
+    .default({}),
+  retries: z
+    .object({
+      attempts: count(1, 10, 2),
+      budget: z
+        .object({
+          ratio: z.coerce.number().min(0).max(1).default(0.2),
+          minPerSecond: count(0, 10_000, 3),
+        })
+        .strict()
+        .default({}),
+      idempotentMethods: z
+        .array(methodName.refine((m) => m !== 'POST' && m !== 'PATCH', 'is not idempotent'))
+        .default(['GET', 'HEAD', 'OPTIONS']),
+    })
+    .strict()
+    .default({}),
+  outlier: z
+    .object({
+      consecutiveFailures: count(1, 1000, 5),
+      baseEjectionMs: ms(30_000),
+      maxEjectionMs: ms(300_000),
+      maxEjectedPercent: count(0, 100, 50),
+    })
+    .strict()
+    .default({}),
+  whenNoneHealthy: z.enum(['panic', 'refuse']).default('panic'),
+  healthCheck: z
+    .object({
+      path: z.string().regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@/?-]*$/, 'must be a path starting with /'),
+      intervalMs: ms(10_000),
+      timeoutMs: ms(2_000),
+      expectedStatuses: z.array(z.coerce.number().int().min(100).max(599)).min(1).default([200]),
+      healthyThreshold: count(1, 100, 2),
+      unhealthyThreshold: count(1, 100, 3),
+    })
+    .strict()
     .optional(),
-});
+  maxInFlight: z
+    .object({ perCompany: count(1, 1_000_000, 100), perKey: z.coerce.number().int().min(1).optional() })
+    .strict()
+    .optional(),
+};
+
+export const routeSchema = z
+  .object({
+    prefix: pathPrefixSchema,
+    /** The one-target form of `targets`. */
+    target: url.optional(),
+    targets: z.array(routeTargetSchema).min(1).max(256).optional(),
+    /** Overrides `upstream.timeoutMs` for this route. */
+    timeoutMs: z.coerce.number().int().min(1).max(3_600_000).optional(),
+    /**
+     * Methods this route forwards (uppercase; `GET` implies `HEAD`); any other answers 405 with
+     * `Allow`. Default: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS.
+     */
+    methods: z
+      .array(methodName)
+      .min(1, 'list at least one method, or leave methods out')
+      .refine((l) => new Set(l).size === l.length, 'lists a method twice')
+      .optional(),
+    ...poolFields,
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    if ((r.target === undefined) === (r.targets === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['targets'],
+        message: 'give target or targets, not both or neither',
+      });
+    const o = r.outlier;
+    if (o.maxEjectionMs < o.baseEjectionMs)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['outlier', 'maxEjectionMs'],
+        message: 'must be at least baseEjectionMs',
+      });
+  })
+  .transform(({ targets, ...r }) => ({
+    ...r,
+    /** Every target of the route (`target` is one with weight 1). */
+    targets: targets ?? [{ url: r.target!, weight: 1 }],
+  }));
 
 export const DEFAULT_TIERS = [
   { name: 'free', points: 60, duration: 60 },
@@ -194,6 +276,8 @@ export const configSchema = z
         timeoutMs: ms(30_000),
         maxSockets: z.coerce.number().int().min(1).default(512),
         keepAliveMs: ms(30_000),
+        /** How often hostname targets are looked up again (0: never). */
+        resolveIntervalMs: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
       })
       .strict()
       .default({}),

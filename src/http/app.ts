@@ -19,7 +19,8 @@ import { createRouteMatcher } from '../proxy/routes.js';
 import type { AuthFailureLimiter, TierRateLimiter } from '../ratelimit/tier-limiter.js';
 import { createKeyInUrlNotes } from './key-in-url.js';
 import { runInOrder } from './pipeline.js';
-import { createRouteProxies } from './route-proxies.js';
+import { createUpstreamMetrics } from '../observability/upstream-metrics.js';
+import { createRouteProxies, type RouteProxies, type Upstreams } from './route-proxies.js';
 import { createAuthenticate } from './steps/authenticate.js';
 import { createBodyLimit } from './steps/body-limit.js';
 import { createErrorHandler } from './steps/error-handler.js';
@@ -74,10 +75,10 @@ export interface AppDeps {
  * });
  * http.createServer(app).listen(8080);
  */
-export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
+export function createApp(deps: AppDeps): Express & { closeAgents(): void; upstreams: Upstreams } {
   const { config, logger, metrics, authFailures } = deps;
   const tracing = deps.tracing ? { tracing: deps.tracing } : {};
-  const { proxies, closeAgents } = createProxies(config, metrics);
+  const { proxies, closeAgents, upstreams } = createProxies(config, metrics, logger);
   const { checkUrlForKey, keyMatcherOf } = createGuards(config);
   const matchRoute = createRouteMatcher(config.routes);
   const { noteKeyInUrl, checkAndNoteKeyInUrl } = createKeyInUrlNotes({
@@ -151,7 +152,7 @@ export function createApp(deps: AppDeps): Express & { closeAgents(): void } {
   // req and res, router, finalhandler: ~4 % of a proxied request's CPU) is replaced by the steps.
   // Mounted in another Express app, it still answers every request itself.
   Object.assign(app, { handle: direct(pipeline, createNotFound(), createErrorHandler({ logger })) });
-  return Object.assign(app, { closeAgents });
+  return Object.assign(app, { closeAgents, upstreams });
 }
 
 /** The URL key guard and the presented key's matcher, at the configured level (`guards.level`). */
@@ -174,9 +175,13 @@ function createGuards(config: Readonly<GatewayConfig>) {
 function createProxies(
   config: Readonly<GatewayConfig>,
   metrics: GatewayMetrics,
-): ReturnType<typeof createRouteProxies> {
+  logger: Logger,
+): RouteProxies {
   const upstreamDurationBy = childCache(metrics.upstreamDuration);
-  return createRouteProxies({
+  const proxies: RouteProxies = createRouteProxies({
+    // Read at each scrape, long after `proxies` is set.
+    metrics: createUpstreamMetrics(metrics.registry, () => upstreamHealth(proxies.upstreams)),
+    logger,
     routes: config.routes,
     upstream: config.upstream,
     bodyLimitBytes: config.server.bodyLimitBytes,
@@ -187,6 +192,16 @@ function createProxies(
     onUpstreamResponse: (req, s) => upstreamDurationBy(req.gw.route).observe(s),
     securityHeaders: { mode: config.securityHeaders.proxied, names: securityHeaderSet().names },
   });
+  return proxies;
+}
+
+/** Each target's health for the gauge (credentials masked by the view). */
+function upstreamHealth(upstreams: Upstreams) {
+  return upstreams
+    .view()
+    .flatMap((r) =>
+      r.targets.map((t) => ({ route: r.route, target: t.url, healthy: t.state === 'healthy' })),
+    );
 }
 
 /**

@@ -40,6 +40,8 @@ export interface ReadinessCheckOptions {
    * ping succeeds, the check answers `starting`: with nothing cached, nothing can be served.
    */
   started?: () => boolean;
+  /** The routes with no healthy upstream target: `degraded` (panic mode still serves), never unready. */
+  upstreams?: () => string[];
 }
 
 /**
@@ -56,7 +58,7 @@ export interface ReadinessCheckOptions {
  * ready.drain(); // on SIGTERM
  */
 export function createReadinessCheck(opts: ReadinessCheckOptions): ReadinessCheck {
-  const { store, limiterRedis, failurePolicy = 'insurance', started = () => true } = opts;
+  const { store, limiterRedis, failurePolicy = 'insurance', started = () => true, upstreams } = opts;
   let draining = false;
   let loaded = false;
   const check = async function ready(): Promise<Readiness> {
@@ -79,6 +81,9 @@ export function createReadinessCheck(opts: ReadinessCheckOptions): ReadinessChec
         checks.rateLimiter = 'redis unavailable';
       }
     }
+    // Named only while a route has no healthy target, so the usual answer stays as it was.
+    const down = upstreams?.() ?? [];
+    if (down.length > 0) checks.upstreams = `no healthy target: ${down.join(', ')}`;
     const degraded = Object.keys(checks).filter((k) => checks[k] !== 'ok');
     const status: ReadinessStatus = draining
       ? 'draining'

@@ -1,21 +1,37 @@
 import type { Agent as HttpAgent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
-import type { Socket } from 'node:net';
-import { createProxyMiddleware, proxyEventsPlugin, type RequestHandler } from 'http-proxy-middleware';
-import { sendError } from '../errors.js';
+import { sendError, type ErrorCode } from '../errors.js';
 import { scrubResponseHeaders } from '../guards/header-scrub.js';
+import type { Bulkhead } from '../upstream/bulkhead.js';
+import { UpstreamPool, type PoolTarget } from '../upstream/pool.js';
+import type { RetryBudget } from '../upstream/retry-budget.js';
+import { sendAttempt, type AttemptFailure, type Timeouts } from './attempt.js';
 import '../request-state.js';
 
 export interface RouteProxyOptions {
-  target: string;
+  /** The one target, when there is no `pool`. */
+  target?: string;
+  /** The route's targets and their health (`UpstreamPool`). */
+  pool?: UpstreamPool;
+  /** Time to the response headers and the longest idle gap after them, unless `timeouts` says otherwise. */
   timeoutMs: number;
+  /** `routes[].timeouts`: connect, headers, idle, total (ms; total unset = no bound). */
+  timeouts?: Partial<Timeouts>;
+  /** `routes[].retries`; absent: one attempt. */
+  retries?: RetryOptions;
+  /** `routes[].maxInFlight`: requests in flight per company (and key); absent: no cap. */
+  bulkhead?: Bulkhead;
   /** 0 = no limit. */
   bodyLimitBytes: number;
+  /** Keep-alive agent for `http:` targets (and `https:` ones without `httpsAgent`). */
   agent: HttpAgent | HttpsAgent;
+  httpsAgent?: HttpsAgent;
   /** Called before the request leaves, to add signed headers etc. */
   onProxyReq?: (proxyReq: ClientRequest, req: IncomingMessage) => void;
   /** Called once the upstream answered with headers, with the seconds it took. */
   onUpstreamResponse?: (req: IncomingMessage, seconds: number) => void;
+  /** Observers for metrics and logs; none of them may throw. */
+  observe?: ProxyObserver;
   /**
    * The gateway's security headers (already set on the response, lowercase `names`) on the
    * upstream's answer: `fill` keeps the upstream's own values and adds the others, `override`
@@ -24,99 +40,312 @@ export interface RouteProxyOptions {
   securityHeaders?: { mode: SecurityHeadersMode; names: readonly string[] };
 }
 
+export interface RetryOptions {
+  /** Attempts per request, the first included. */
+  attempts: number;
+  /** Methods also retried on 502/503/504 or a timeout before the headers, when bodyless. */
+  idempotentMethods: readonly string[];
+  budget: RetryBudget | null;
+}
+
+/** What the route proxy reports as it goes (metrics). */
+export interface ProxyObserver {
+  /** An attempt ended: the target's status, or what failed. */
+  attempt?(req: IncomingMessage, target: PoolTarget, status: number | AttemptFailure): void;
+  /** A retry was wanted: `granted` false when the budget refused it. */
+  retry?(req: IncomingMessage, granted: boolean): void;
+  /** A timeout fired: `connect`, `headers`, `idle` or `total`. */
+  timeout?(req: IncomingMessage, phase: keyof Timeouts): void;
+  /** The bulkhead refused the request (503 UPSTREAM_BUSY). */
+  busy?(req: IncomingMessage): void;
+}
+
 /** What happens to the gateway's security headers on a proxied answer (`securityHeaders.proxied`). */
 export type SecurityHeadersMode = 'fill' | 'override' | 'off';
 
+/** The longest `Retry-After` a retry waits for; a longer one is passed to the client instead. */
+const MAX_RETRY_AFTER_MS = 1000;
+const GATEWAY_ERRORS = new Set([502, 503, 504]);
+
 /**
- * http-proxy-middleware for one route, wired so that every failure is answered in the spec's shape:
- * refused/reset → 502, no answer within `timeoutMs` → 504, a streamed body over the limit → 413.
- * Bodies stream both ways, nothing is buffered: the request stream, or `req.gw.body` when a step
- * read part of it (a failure of that stream cuts the upstream request and answers `req.gw.error`).
- * An upstream that dies mid-response makes the client connection abort, so a cut-off response
- * never looks complete.
+ * The forwarder of one route, over its pool of targets (node:http; docs/architecture.md says why
+ * not http-proxy). Per request: the bulkhead first (503 `UPSTREAM_BUSY` before any byte leaves),
+ * then one attempt per picked target. A request that never reached a target (refused, DNS, connect
+ * timeout) is retried on another whatever its method; a bodyless request of an idempotent method
+ * also on a reset, a timeout before the headers, or 502/503/504 (a `Retry-After` over 1 s is
+ * passed to the client instead). A body is streamed only once a connection is up, and a request
+ * whose body started is never sent again. Attempts are bounded, retries also by the budget.
+ * Failures answer in the spec's shape: 502, 504 (headers, connect, total timeout), 413 for a
+ * streamed body over the limit; a response already begun is cut instead, never left looking complete.
  */
 export function createRouteProxy(
   opts: RouteProxyOptions,
-): (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => Promise<void> {
-  const basePath = targetBasePath(opts.target);
-  const proxy = createRouteProxyMiddleware(opts);
-  return function proxyRoute(req, res, next) {
-    // http-proxy emits 'proxyReq' only once a socket is assigned. When the agent's sockets are all
-    // busy, the body (or the end of a bodyless request) is piped in first, the request line and
-    // headers are fixed then, and a later setHeader() throws out of an event handler (a crash).
-    // So the request is finished when http-proxy starts piping into it, before any byte is written.
-    onFirstPipe(req, (proxyReq) => {
-      // http-proxy builds the path with url.parse and a slash-merging join (`/x/http:/evil` left
-      // as `/x/http://evil`): the upstream gets the path exactly as sent and matched instead.
-      // (The request line is not yet written: no `Expect` header, which the scrubber drops.)
-      proxyReq.path = basePath + (req.url ?? '/');
-      // Signing sees the path the upstream receives.
-      opts.onProxyReq?.(proxyReq, req);
-    });
-    return proxy(req, res, next);
+): (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: (err?: unknown) => void,
+  onAdmitted?: () => void,
+) => Promise<void> {
+  const pool = opts.pool ?? onePool(opts.target);
+  const timeouts: Timeouts = {
+    connect: opts.timeouts?.connect ?? opts.timeoutMs,
+    headers: opts.timeouts?.headers ?? opts.timeoutMs,
+    idle: opts.timeouts?.idle ?? opts.timeoutMs,
+    total: opts.timeouts?.total ?? 0,
+  };
+  const idempotent = new Set(opts.retries?.idempotentMethods ?? []);
+  return async function proxyRoute(req, res, _next, onAdmitted) {
+    const st = req.gw;
+    if (opts.bulkhead) {
+      const release = opts.bulkhead.tryAcquire(st.company?.id ?? '', st.key?.id ?? '');
+      if (release === null) {
+        opts.observe?.busy?.(req);
+        answer(req, res, 'UPSTREAM_BUSY', '1');
+        return;
+      }
+      res.once('close', release);
+    }
+    onAdmitted?.();
+    const hasBody =
+      st.body !== undefined ||
+      req.headers['transfer-encoding'] !== undefined ||
+      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+    new Forwarding(req, res, opts, pool, timeouts, !hasBody && idempotent.has(req.method ?? '')).start();
+    await Promise.resolve();
   };
 }
 
-/**
- * Runs `fn` with the upstream request when http-proxy pipes `req` into it: synchronously after the
- * request is created and before any body byte or header is written. With `req.gw.body`, that stream
- * is piped instead of the request, and its failure cuts the upstream request.
- */
-function onFirstPipe(req: IncomingMessage, fn: (proxyReq: ClientRequest) => void): void {
-  const original = req.pipe;
-  req.pipe = function pipeOnce<T extends NodeJS.WritableStream>(dest: T, options?: { end?: boolean }): T {
-    req.pipe = original;
-    fn(dest as unknown as ClientRequest);
-    const body = req.gw.body;
-    if (body === undefined) return original.call(req, dest, options) as T;
-    const cut = (err: Error) => (dest as unknown as ClientRequest).destroy(err);
-    if (body.errored) cut(body.errored);
-    else body.once('error', cut);
-    return body.pipe(dest, options);
-  };
-}
-
-function createRouteProxyMiddleware(
-  opts: RouteProxyOptions,
-): RequestHandler<IncomingMessage, ServerResponse> {
-  const securityMode = opts.securityHeaders?.mode ?? 'fill';
-  const securityNames = opts.securityHeaders?.names ?? [];
-  return createProxyMiddleware<IncomingMessage, ServerResponse>({
-    target: opts.target,
-    changeOrigin: true,
-    xfwd: false, // X-Forwarded-* are set by the gateway from trusted sources only.
-    agent: opts.agent,
-    // Only the event wiring: the default plugins would log to the console and answer errors in plain text.
-    ejectPlugins: true,
-    plugins: [proxyEventsPlugin],
-    on: {
-      proxyReq(proxyReq, req, res) {
-        watchUpstream(proxyReq, req, res, opts);
-      },
-      // Runs before http-proxy copies the upstream's headers to the client response.
-      proxyRes(proxyRes, req, res) {
-        // Connection handling is between the client and the gateway: the upstream's hop-by-hop
-        // headers stay here (RFC 9110 §7.6.1; http-proxy copies proxyRes.headers after this
-        // event), and a client that asked to close gets its connection closed.
-        scrubResponseHeaders(proxyRes.headers);
-        // `!res.shouldKeepAlive`: the server drains (http/server.ts), or the request did not ask to keep it.
-        proxyRes.headers.connection = req.gw.clientClose || !res.shouldKeepAlive ? 'close' : 'keep-alive';
-        applySecurityHeaders(securityMode, securityNames, proxyRes.headers, res);
-      },
-      error(err, req, res) {
-        req.gw.upstreamError = err;
-        answerProxyError(req, res);
-      },
-    },
+/** The pool of the one-target form. */
+function onePool(target: string | undefined): UpstreamPool {
+  if (target === undefined) throw new TypeError('createRouteProxy needs a target or a pool');
+  return new UpstreamPool({
+    targets: [{ url: target, weight: 1 }],
+    balancing: 'round-robin',
+    outlier: { consecutiveFailures: 1, baseEjectionMs: 1, maxEjectionMs: 1, maxEjectedPercent: 0 },
+    whenNoneHealthy: 'panic',
   });
 }
 
+/** One request's way through the pool: its attempts, the total bound, the answer. */
+class Forwarding {
+  readonly #tried = new Set<PoolTarget>();
+  #current: ClientRequest | null = null;
+  #done = false;
+  #bodyStarted = false;
+  #totalTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly opts: RouteProxyOptions,
+    readonly pool: UpstreamPool,
+    readonly timeouts: Timeouts,
+    readonly retryable: boolean,
+  ) {}
+
+  start(): void {
+    this.opts.retries?.budget?.onRequest();
+    // A client that breaks off mid-body: answered by the close below, not an uncaught error.
+    this.req.on('error', () => undefined);
+    // The client went away before the answer was complete: stop the upstream request too.
+    this.res.once('close', () => {
+      clearTimeout(this.#totalTimer);
+      if (!this.res.writableFinished) {
+        this.#done = true;
+        this.#current?.destroy();
+      }
+    });
+    if (this.timeouts.total > 0) {
+      this.#totalTimer = setTimeout(() => this.#onTotalTimeout(), this.timeouts.total);
+    }
+    const first = this.pool.pick(this.req.gw.company?.id ?? '', this.#tried);
+    if (first === 'refuse' || first === undefined)
+      this.#fail(first === 'refuse' ? 'NO_HEALTHY_UPSTREAM' : null);
+    else this.#attempt(first);
+  }
+
+  #attempt(target: PoolTarget): void {
+    if (this.#done) return;
+    this.#tried.add(target);
+    target.inFlight++;
+    let ended = false;
+    const end = () => {
+      if (!ended) target.inFlight--;
+      ended = true;
+    };
+    this.#current = sendAttempt({
+      req: this.req,
+      res: this.res,
+      target,
+      agent: target.url.protocol === 'https:' ? (this.opts.httpsAgent ?? this.opts.agent) : this.opts.agent,
+      timeouts: this.timeouts,
+      bodyLimitBytes: this.opts.bodyLimitBytes,
+      ...(this.opts.onProxyReq && { onProxyReq: this.opts.onProxyReq }),
+      onBodyStart: () => (this.#bodyStarted = true),
+      onResponse: (proxyRes, seconds) => {
+        this.opts.onUpstreamResponse?.(this.req, seconds);
+        this.opts.observe?.attempt?.(this.req, target, proxyRes.statusCode ?? 0);
+        this.#onResponse(target, proxyRes, end);
+      },
+      onFailure: (failure, reached) => {
+        end();
+        this.opts.observe?.attempt?.(this.req, target, failure);
+        if (failure === 'connect-timeout' || failure === 'headers-timeout')
+          this.opts.observe?.timeout?.(this.req, failure === 'connect-timeout' ? 'connect' : 'headers');
+        this.#onFailure(target, failure, reached);
+      },
+    });
+  }
+
+  #onResponse(target: PoolTarget, proxyRes: IncomingMessage, end: () => void): void {
+    proxyRes.once('idle-timeout', () => {
+      this.opts.observe?.timeout?.(this.req, 'idle');
+      this.pool.onResult(target, 'idle-timeout');
+    });
+    const status = proxyRes.statusCode ?? 0;
+    const gatewayError = GATEWAY_ERRORS.has(status);
+    this.pool.onResult(target, gatewayError ? `status ${status}` : null);
+    if (this.#done) {
+      // The client went away, or the total timeout answered, while the headers were on their way.
+      proxyRes.resume();
+      proxyRes.once('close', end);
+      return;
+    }
+    if (gatewayError && this.retryable) {
+      const wait = retryAfterMs(proxyRes.headers['retry-after']);
+      const next = wait <= MAX_RETRY_AFTER_MS ? this.#nextTarget() : undefined;
+      if (next !== undefined) {
+        proxyRes.resume();
+        proxyRes.once('close', end);
+        setTimeout(() => this.#attempt(next), wait);
+        return;
+      }
+    }
+    proxyRes.once('close', end);
+    clearTimeoutOnFinish(this.res, this.#totalTimer);
+    copyResponse(this.req, this.res, proxyRes, this.opts.securityHeaders);
+  }
+
+  #onFailure(target: PoolTarget, failure: AttemptFailure, reached: boolean): void {
+    this.#current = null;
+    if (failure !== 'body-error' && failure !== 'too-large' && failure !== 'total-timeout')
+      this.pool.onResult(target, failure);
+    // Already answered (a total timeout's 504): destroying now could drop that answer unsent.
+    if (this.res.writableEnded) return;
+    if (this.#done || this.res.headersSent) {
+      this.res.destroy();
+      return;
+    }
+    // Never again once the body started; a refused connection goes elsewhere whatever the method.
+    const final = failure === 'body-error' || failure === 'too-large' || failure === 'total-timeout';
+    const again = !final && !this.#bodyStarted && (!reached || this.retryable);
+    const next = again ? this.#nextTarget() : undefined;
+    if (next !== undefined) this.#attempt(next);
+    else this.#fail(codeOf(failure, this.req));
+  }
+
+  /** The next target, when the attempts and the budget allow a retry. */
+  #nextTarget(): PoolTarget | undefined {
+    const retries = this.opts.retries;
+    if (retries === undefined || this.#tried.size >= retries.attempts) return undefined;
+    const next = this.pool.pick(this.req.gw.company?.id ?? '', this.#tried);
+    if (next === undefined || next === 'refuse') return undefined;
+    const granted = retries.budget?.tryRetry() ?? true;
+    this.opts.observe?.retry?.(this.req, granted);
+    return granted ? next : undefined;
+  }
+
+  #onTotalTimeout(): void {
+    this.opts.observe?.timeout?.(this.req, 'total');
+    this.req.gw.upstreamTimedOut = true;
+    if (this.res.headersSent) {
+      this.#done = true;
+      this.#current?.destroy();
+      this.res.destroy();
+      return;
+    }
+    this.#done = true;
+    this.#current?.destroy();
+    this.#fail('UPSTREAM_TOTAL_TIMEOUT');
+  }
+
+  #fail(code: ErrorCode | null): void {
+    this.#done = true;
+    clearTimeout(this.#totalTimer);
+    if (this.res.headersSent || this.res.writableEnded) {
+      this.res.destroy();
+      return;
+    }
+    answer(this.req, this.res, code ?? this.req.gw.error ?? 'UPSTREAM_UNREACHABLE');
+  }
+}
+
+function clearTimeoutOnFinish(res: ServerResponse, timer: NodeJS.Timeout | undefined): void {
+  if (timer !== undefined) res.once('finish', () => clearTimeout(timer));
+}
+
+/** The answer of a failed attempt that is not retried. */
+function codeOf(failure: AttemptFailure, req: IncomingMessage): ErrorCode {
+  if (req.gw.error !== undefined) return req.gw.error; // a body step that failed set its own answer
+  if (failure === 'too-large') return 'PAYLOAD_TOO_LARGE';
+  if (failure === 'connect-timeout') return 'UPSTREAM_CONNECT_TIMEOUT';
+  if (failure === 'headers-timeout') return 'UPSTREAM_TIMEOUT';
+  if (failure === 'total-timeout') return 'UPSTREAM_TOTAL_TIMEOUT';
+  return 'UPSTREAM_UNREACHABLE';
+}
+
+/** An answer of the gateway's own, in the spec's shape; `Connection: close` while the body is unread. */
+function answer(req: IncomingMessage, res: ServerResponse, code: ErrorCode, retryAfter?: string): void {
+  req.gw.error = code;
+  if (code === 'UPSTREAM_TIMEOUT' || code === 'UPSTREAM_CONNECT_TIMEOUT' || code === 'UPSTREAM_TOTAL_TIMEOUT')
+    req.gw.upstreamTimedOut = true;
+  if (!req.complete) res.setHeader('Connection', 'close');
+  if (retryAfter !== undefined) res.setHeader('Retry-After', retryAfter);
+  sendError(res, code);
+}
+
+/** `Retry-After` in ms (seconds or an HTTP date); 0 when absent or unreadable. */
+function retryAfterMs(value: string | undefined): number {
+  if (value === undefined) return 0;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? 0 : Math.max(0, at - Date.now());
+}
+
 /**
- * The gateway's security headers on an upstream answer, before http-proxy copies the upstream's
- * headers onto `res` (where the security-headers step set the gateway's). That copy overwrites, so
- * `fill` needs no work: a header the upstream set replaces the gateway's, the others stay.
- * `override` takes the upstream's copies out first; `off` removes the gateway's that the upstream
- * did not replace. A loop over a fixed list, no allocation.
+ * The upstream's answer to the client: its hop-by-hop headers stay here (RFC 9110 §7.6.1), the
+ * connection header is the gateway's, the security headers per mode, then the body streams. A body
+ * cut short by the upstream makes the client connection abort, so it never looks complete.
+ */
+function copyResponse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  proxyRes: IncomingMessage,
+  security: RouteProxyOptions['securityHeaders'],
+): void {
+  const headers = proxyRes.headers;
+  scrubResponseHeaders(headers);
+  // `!res.shouldKeepAlive`: the server drains (http/server.ts), or the request did not ask to keep it.
+  headers.connection = req.gw.clientClose || !res.shouldKeepAlive ? 'close' : 'keep-alive';
+  if (req.httpVersion === '1.0') delete headers['transfer-encoding'];
+  applySecurityHeaders(security?.mode ?? 'fill', security?.names ?? [], headers, res);
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (value !== undefined) res.setHeader(name, value);
+  }
+  res.statusCode = proxyRes.statusCode ?? 502;
+  if (proxyRes.statusMessage) res.statusMessage = proxyRes.statusMessage;
+  proxyRes.once('close', () => {
+    if (!proxyRes.complete) res.destroy();
+  });
+  proxyRes.pipe(res);
+}
+
+/**
+ * The gateway's security headers on an upstream answer, before its headers are copied onto `res`
+ * (where the security-headers step set the gateway's). That copy overwrites, so `fill` needs no
+ * work: a header the upstream set replaces the gateway's, the others stay. `override` takes the
+ * upstream's copies out first; `off` removes the gateway's that the upstream did not replace.
  */
 function applySecurityHeaders(
   mode: SecurityHeadersMode,
@@ -126,113 +355,4 @@ function applySecurityHeaders(
 ): void {
   if (mode === 'override') for (const name of names) delete upstream[name];
   else if (mode === 'off') for (const name of names) if (upstream[name] === undefined) res.removeHeader(name);
-}
-
-/**
- * Bounds and follows one upstream request: a timeout until the response headers, the same bound on
- * socket idle time after them, a client answer when the upstream closes without one, the upstream
- * request cut when the client goes away, and the streamed-body limit.
- */
-function watchUpstream(
-  proxyReq: ClientRequest,
-  req: IncomingMessage,
-  res: ServerResponse,
-  opts: RouteProxyOptions,
-): void {
-  const started = process.hrtime.bigint();
-  // Headers timeout: from forwarding to the upstream's response headers. Socket idle time
-  // after that is bounded by the same value (a stalled body aborts the response).
-  const timer = setTimeout(() => {
-    req.gw.upstreamTimedOut = true;
-    proxyReq.destroy(new Error('upstream timeout'));
-  }, opts.timeoutMs);
-  let answered = false;
-  proxyReq.once('response', (proxyRes: IncomingMessage) => {
-    answered = true;
-    clearTimeout(timer);
-    opts.onUpstreamResponse?.(req, Number(process.hrtime.bigint() - started) / 1e9);
-    // The socket is pooled and reused: the idle listener must come off again, or every
-    // request would leave one behind on it.
-    const socket = proxyRes.socket;
-    const onIdle = () => proxyReq.destroy(new Error('upstream idle timeout'));
-    socket.setTimeout(opts.timeoutMs);
-    socket.on('timeout', onIdle);
-    proxyRes.once('close', () => {
-      socket.setTimeout(0);
-      socket.off('timeout', onIdle);
-      // A body cut short by the upstream must not look complete to the client.
-      if (!proxyRes.complete) res.destroy();
-    });
-  });
-  proxyReq.once('close', () => {
-    clearTimeout(timer);
-    if (answered) return;
-    // Closed with no response and no error (e.g. the upstream answered 101 Switching
-    // Protocols, which Node drops without an 'upgrade' listener): the client must not wait
-    // forever. Errors are answered by answerProxyError, whose event runs before this.
-    setImmediate(() => {
-      if (res.headersSent || res.writableEnded || res.destroyed) return;
-      req.gw.error = 'UPSTREAM_UNREACHABLE';
-      sendError(res, 'UPSTREAM_UNREACHABLE');
-    });
-  });
-  // The client went away before the answer was complete: stop the upstream request too
-  // (http-proxy only reacts to 'aborted', which Node no longer emits once a request body is read).
-  res.once('close', () => {
-    if (!res.writableFinished) proxyReq.destroy();
-  });
-  if (opts.bodyLimitBytes > 0 && req.headers['content-length'] === undefined) {
-    limitStreamedBody(req, res, proxyReq, opts.bodyLimitBytes);
-  }
-}
-
-/** Answers a proxy failure in the spec's shape (413, 504 or 502), or cuts a response already begun. */
-function answerProxyError(req: IncomingMessage, r: ServerResponse | Socket): void {
-  if (!('writeHead' in r)) {
-    r.destroy();
-    return;
-  }
-  if (r.headersSent || r.writableEnded) {
-    r.destroy();
-    return;
-  }
-  // A body step that failed (`req.gw.body`) set its own answer.
-  const code =
-    req.gw.error ??
-    (req.gw.bodyTooLarge
-      ? 'PAYLOAD_TOO_LARGE'
-      : req.gw.upstreamTimedOut
-        ? 'UPSTREAM_TIMEOUT'
-        : 'UPSTREAM_UNREACHABLE');
-  req.gw.error = code;
-  if (!req.complete) r.setHeader('Connection', 'close');
-  sendError(r, code);
-}
-
-/**
- * The target's own path, without trailing slashes, to prefix to the request's path:
- * `http://b:9090` → `''`, `http://b:9090/base/` → `/base`. The target's query string is not used.
- */
-function targetBasePath(target: string): string {
-  return new URL(target).pathname.replace(/\/+$/, '');
-}
-
-/** Counts a chunked body as it streams; past the limit, the upstream request is cut and 413 answered. */
-function limitStreamedBody(
-  req: IncomingMessage,
-  res: ServerResponse,
-  proxyReq: ClientRequest,
-  limit: number,
-): void {
-  let seen = 0;
-  const onData = (chunk: Buffer) => {
-    seen += chunk.length;
-    if (seen <= limit) return;
-    req.off('data', onData);
-    req.gw.bodyTooLarge = true;
-    req.unpipe(proxyReq);
-    // destroy() with an error goes through the proxy's error handler, which answers 413.
-    proxyReq.destroy(new Error('request body over limit'));
-  };
-  req.on('data', onData);
 }

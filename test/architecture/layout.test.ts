@@ -27,6 +27,7 @@ const AREAS = [
   ['auth', 'auth/'],
   ['guards', 'guards/'],
   ['ratelimit', 'ratelimit/'],
+  ['upstream', 'upstream/'],
   ['proxy', 'proxy/'],
   ['observability', 'observability/'],
   ['usage', 'usage/'],
@@ -62,7 +63,8 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   auth: [...FOUNDATION, 'store'],
   guards: [...FOUNDATION, 'request-state', 'auth'],
   ratelimit: [...FOUNDATION, 'redis'],
-  proxy: [...FOUNDATION, 'request-state', 'signing', 'auth', 'guards'],
+  upstream: FOUNDATION,
+  proxy: [...FOUNDATION, 'request-state', 'signing', 'auth', 'guards', 'upstream'],
   observability: FOUNDATION,
   usage: [...FOUNDATION, 'redis'],
   events: [...FOUNDATION, 'redis', 'store', 'signing', 'observability'],
@@ -76,6 +78,7 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
     'auth',
     'guards',
     'ratelimit',
+    'upstream',
     'proxy',
     'observability',
   ],
@@ -386,6 +389,7 @@ describe('the request path', () => {
  * gets a unit test, or a line here that says why not.
  */
 const WITHOUT_UNIT_TEST: Record<string, string> = {
+  'proxy/attempt.ts': 'one attempt of the route proxy: test/unit/proxy/route-proxy.test.ts on real sockets',
   'cli.ts': 'the bin: test/integration/cli*.test.ts run it as users do',
   'admin/usage-query.ts': 'the usage route: test/integration/usage.test.ts',
   'config/field-patterns.ts': 'the patterns of the field rules: test/unit/config/fields.test.ts',

@@ -407,7 +407,7 @@ test('compose: the gateway sets only variables the gateway reads, and its config
     const redisHost = new URL(r.config.store.redis.url).hostname;
     assert.ok(c.services[redisHost], `compose ${name}: Redis host ${redisHost} is not a compose service`);
     for (const route of r.config.routes) {
-      const host = new URL(route.target).hostname;
+      const host = new URL(route.targets[0]!.url).hostname;
       assert.ok(
         c.services[host],
         `compose ${name}: route ${route.prefix} targets ${host}, not a compose service`,
@@ -551,7 +551,8 @@ test('sidecar: the file store reads the mounted Secret, whose keys.yaml the file
   assert.equal(config.store.type, 'file');
   assert.equal(config.admin.host, '127.0.0.1', 'the sidecar admin API stays on loopback');
   for (const r of config.routes)
-    assert.equal(new URL(r.target).hostname, '127.0.0.1', `route ${r.prefix} leaves the pod`);
+    for (const t of r.targets)
+      assert.equal(new URL(t.url).hostname, '127.0.0.1', `route ${r.prefix} leaves the pod`);
 
   const { volume, key } = mountedFile(entry.pod, c, config.store.file.path);
   assert.ok(volume.secret, 'keys.yaml comes from a Secret');

@@ -6,6 +6,7 @@ import { parser as promqlParser } from '@prometheus-io/lezer-promql';
 import { parse as parseYaml } from 'yaml';
 import { createEventMetrics } from '../../src/events/metrics.js';
 import { createKeyFileMetrics, createMetrics, createUsageMetrics } from '../../src/observability/metrics.js';
+import { createUpstreamMetrics } from '../../src/observability/upstream-metrics.js';
 import { runCli } from '../helpers/cli-run.js';
 
 // The reference pages name every admin route, CLI command and option, and metric the code has:
@@ -69,6 +70,7 @@ describe('reference pages', () => {
     const metrics = createMetrics({ processMetrics: false });
     createKeyFileMetrics(metrics.registry);
     createUsageMetrics(metrics.registry);
+    createUpstreamMetrics(metrics.registry, () => []);
     const names = (await metrics.registry.getMetricsAsJSON()).map((m) => m.name);
     assert.ok(names.length >= 12, names.join());
     const doc = page('operations.md');

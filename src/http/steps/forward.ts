@@ -11,6 +11,7 @@ export type RouteProxyHandler = (
   req: IncomingMessage,
   res: ServerResponse,
   next: (err?: unknown) => void,
+  onAdmitted?: () => void,
 ) => unknown;
 
 export interface ForwardOptions {
@@ -71,8 +72,8 @@ export function createForward(opts: ForwardOptions): RequestHandler {
     if (host) headers['x-forwarded-host'] = host;
     else delete headers['x-forwarded-host'];
     if (tracing.on) tracing.startUpstream(st, headers);
-    // The client waited for our go: only now, authenticated and within limits, may it send the body.
-    if (expectContinue) res.writeContinue();
-    void proxy(req, res, next);
+    // The client waited for our go: only now, authenticated, within limits and admitted by the
+    // route's bulkhead, may it send the body.
+    void proxy(req, res, next, expectContinue ? () => res.writeContinue() : undefined);
   };
 }

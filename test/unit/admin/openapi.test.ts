@@ -87,6 +87,7 @@ describe('the admin API OpenAPI document', () => {
       'get /admin/v1/audit': 'read',
       'get /admin/v1/audit/export': 'read',
       'get /admin/v1/whoami': 'read',
+      'get /admin/v1/upstreams': 'read',
       'get /admin/v1/keys': 'read',
       'get /admin/v1/keys/{keyId}/usage': 'read',
       'get /admin/v1/openapi.json': 'read',

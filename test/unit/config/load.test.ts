@@ -185,6 +185,52 @@ unknownKey: 1
     assert.match(bad('GET'), /routes\.0\.methods/);
   });
 
+  test('routes[].targets: a pool with its options, target as the one-target form, clear errors', () => {
+    const one = validateConfig({ routes: [{ prefix: '/a', target: 'http://x:1' }] });
+    assert.ok(one.ok);
+    const r = one.config.routes[0]!;
+    assert.deepEqual(r.targets, [{ url: 'http://x:1', weight: 1 }]);
+    assert.equal(r.balancing, 'round-robin');
+    assert.equal(r.whenNoneHealthy, 'panic');
+    assert.deepEqual(r.retries, {
+      attempts: 2,
+      budget: { ratio: 0.2, minPerSecond: 3 },
+      idempotentMethods: ['GET', 'HEAD', 'OPTIONS'],
+    });
+    assert.equal(r.healthCheck, undefined, 'active checks are off unless set');
+    const pool = validateConfig({
+      routes: [
+        {
+          prefix: '/a',
+          targets: [{ url: 'http://x:1', weight: 3 }, { url: 'http://y:1' }],
+          balancing: 'company-hash',
+          healthCheck: { path: '/healthz' },
+          maxInFlight: { perCompany: 5, perKey: 2 },
+          timeouts: { connect: 100, total: 2000 },
+        },
+      ],
+    });
+    assert.ok(pool.ok, pool.ok ? '' : pool.problems.join('\n'));
+    assert.deepEqual(pool.config.routes[0]!.targets[1], { url: 'http://y:1', weight: 1 });
+    assert.equal(pool.config.routes[0]!.healthCheck!.unhealthyThreshold, 3);
+    const bad = (route: object) => {
+      const v = validateConfig({ routes: [{ prefix: '/a', ...route } as never] });
+      assert.equal(v.ok, false, JSON.stringify(route));
+      return v.ok ? '' : v.problems.join('\n');
+    };
+    assert.match(bad({ target: 'http://x', targets: [{ url: 'http://y' }] }), /routes\.0\.targets.*not both/);
+    assert.match(bad({}), /routes\.0\.targets.*neither/);
+    assert.match(bad({ targets: [] }), /routes\.0\.targets/);
+    assert.match(bad({ targets: [{ url: 'ftp://y' }] }), /routes\.0\.targets\.0\.url/);
+    assert.match(bad({ target: 'http://x', balancing: 'random' }), /routes\.0\.balancing/);
+    assert.match(bad({ target: 'http://x', retries: { idempotentMethods: ['POST'] } }), /not idempotent/);
+    assert.match(
+      bad({ target: 'http://x', outlier: { baseEjectionMs: 10, maxEjectionMs: 5 } }),
+      /maxEjectionMs/,
+    );
+    assert.match(bad({ target: 'http://x', tagret: 'http://y' }), /tagret/);
+  });
+
   test('cross-field rules: duplicate prefixes, trusted header names, signing secret', () => {
     const r = validateConfig({
       routes: [

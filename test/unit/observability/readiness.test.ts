@@ -120,4 +120,17 @@ describe('createReadinessCheck', () => {
       assert.deepEqual(await closed(), READY);
     });
   });
+
+  test('a route without a healthy upstream target: degraded, still ready', async () => {
+    let down: string[] = [];
+    const ready = createReadinessCheck({ store: { ping: async () => undefined }, upstreams: () => down });
+    assert.deepEqual(await ready(), READY);
+    down = ['/notify/v1'];
+    assert.deepEqual(await ready(), {
+      ok: true,
+      status: 'degraded',
+      checks: { store: 'ok', rateLimiter: 'ok', upstreams: 'no healthy target: /notify/v1' },
+      degraded: ['upstreams'],
+    });
+  });
 });

@@ -13,6 +13,8 @@ import { after, afterEach, describe, test } from 'node:test';
 import { Transform } from 'node:stream';
 import { createRouteProxy, type RouteProxyOptions } from '../../../src/proxy/route-proxy.js';
 import type { RequestState } from '../../../src/request-state.js';
+import { Bulkhead } from '../../../src/upstream/bulkhead.js';
+import { UpstreamPool } from '../../../src/upstream/pool.js';
 import { freePort } from '../../helpers/redis.js';
 import { send } from '../../helpers/http.js';
 import { startUpstream, type RecordingUpstream } from '../../helpers/upstream.js';
@@ -66,7 +68,7 @@ async function upstream(): Promise<RecordingUpstream> {
  * then the route proxy built from `opts`.
  */
 async function front(
-  opts: Partial<RouteProxyOptions> & { target: string },
+  opts: Partial<RouteProxyOptions> & ({ target: string } | { pool: UpstreamPool }),
   state: Partial<RequestState> = {},
   prep?: (res: ServerResponse, req: IncomingMessage) => void,
 ): Promise<Front> {
@@ -559,3 +561,114 @@ async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('createRouteProxy: a pool of targets, retries that never replay a write', () => {
+  const outlier = {
+    consecutiveFailures: 100,
+    baseEjectionMs: 1000,
+    maxEjectionMs: 1000,
+    maxEjectedPercent: 50,
+  };
+  const poolOf = (...urls: string[]) =>
+    new UpstreamPool({
+      targets: urls.map((url) => ({ url, weight: 1 })),
+      balancing: 'round-robin',
+      outlier,
+      whenNoneHealthy: 'panic',
+    });
+  const retries = { attempts: 3, idempotentMethods: ['GET', 'HEAD', 'OPTIONS'], budget: null };
+
+  test('a refused connection goes to the next target whatever the method; the body arrives once', async () => {
+    const u = await upstream();
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const f = await front({ pool: poolOf(dead, u.url), retries });
+    for (let i = 0; i < 4; i++) {
+      const r = await send(f.port, '/notify/v1/p', { method: 'POST', body: `n${i}` });
+      assert.equal(r.status, 200);
+    }
+    assert.deepEqual(
+      u.received.map((x) => x.body.toString()),
+      ['n0', 'n1', 'n2', 'n3'],
+    );
+  });
+
+  test('503 is retried for a bodyless GET, never for a POST; Retry-After over 1 s is passed on', async () => {
+    const bad = await upstream();
+    const good = await upstream();
+    bad.handle((_req, res) => res.writeHead(503, { 'Retry-After': '0' }).end('busy'));
+    const f = await front({ pool: poolOf(bad.url, good.url), retries });
+    const get1 = await send(f.port, '/notify/v1/g');
+    const get2 = await send(f.port, '/notify/v1/g');
+    assert.deepEqual([get1.status, get2.status], [200, 200]);
+    assert.equal(bad.received.length, 1, 'round-robin sent one of the two GETs to the failing target');
+    assert.equal(good.received.length, 2);
+    const posts = await Promise.all(
+      [0, 1].map(() => send(f.port, '/notify/v1/p', { method: 'POST', body: 'x' })),
+    );
+    assert.deepEqual(posts.map((p) => p.status).sort(), [200, 503]);
+    assert.equal(bad.received.length + good.received.length, 5, 'each POST arrived once');
+    bad.handle((_req, res) => res.writeHead(503, { 'Retry-After': '30' }).end('later'));
+    const statuses = [await send(f.port, '/notify/v1/g'), await send(f.port, '/notify/v1/g')].map(
+      (r) => r.status,
+    );
+    assert.ok(statuses.includes(503), 'a long Retry-After reaches the client');
+  });
+
+  test('a body streamed to a target that then breaks is never sent again', async () => {
+    const got: string[] = [];
+    const breaking = await rawUpstream((s) => {
+      got.push('broken');
+      s.destroy();
+    });
+    const u = await upstream();
+    const f = await front({ pool: poolOf(breaking, u.url), retries });
+    const statuses: number[] = [];
+    for (let i = 0; i < 2; i++)
+      statuses.push((await send(f.port, '/notify/v1/p', { method: 'POST', body: 'once' })).status);
+    assert.deepEqual(statuses.sort(), [200, 502]);
+    assert.equal(got.length + u.received.length, 2, 'two POSTs, two arrivals');
+    // A bodyless GET that met the same break goes to the other target.
+    const gets = [await send(f.port, '/notify/v1/g'), await send(f.port, '/notify/v1/g')];
+    assert.deepEqual(
+      gets.map((g) => g.status),
+      [200, 200],
+    );
+  });
+
+  test('the bulkhead answers 503 UPSTREAM_BUSY with Retry-After before anything leaves', async () => {
+    const u = await upstream();
+    const held: ServerResponse[] = [];
+    u.handle((_req, res) => held.push(res));
+    const f = await front(
+      { pool: poolOf(u.url), bulkhead: new Bulkhead({ perCompany: 1 }) },
+      { company: { id: 'a' } as RequestState['company'], key: { id: 'k' } as RequestState['key'] },
+    );
+    const first = send(f.port, '/notify/v1/slow');
+    await waitFor(() => held.length === 1);
+    const second = await send(f.port, '/notify/v1/slow');
+    assert.equal(second.status, 503);
+    assert.equal(second.headers['retry-after'], '1');
+    assert.equal((second.json as { error: string }).error, 'Service Unavailable');
+    assert.equal(u.received.length, 1);
+    held[0]!.end('done');
+    assert.equal((await first).status, 200);
+  });
+});
+
+describe('createRouteProxy: the total timeout', () => {
+  test('over every attempt: 504 UPSTREAM_TOTAL_TIMEOUT, delivered whole, the upstream request cut', async () => {
+    const u = await upstream();
+    let upstreamClosed = false;
+    u.handle((req) => req.socket.once('close', () => (upstreamClosed = true)));
+    const f = await front({ target: u.url, timeoutMs: 5000, timeouts: { total: 150 } });
+    const r = await fetchRaw(f.port, '/notify/v1/slow');
+    assert.equal(r.status, 504);
+    assert.equal(r.complete, true);
+    assert.deepEqual(json(r.body), {
+      error: 'Gateway Timeout',
+      details: 'Upstream service did not complete the request in time',
+    });
+    assert.equal(f.states[0]!.error, 'UPSTREAM_TOTAL_TIMEOUT');
+    await waitFor(() => upstreamClosed);
+  });
+});
