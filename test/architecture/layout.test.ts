@@ -71,7 +71,7 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   'admin-api': [...FOUNDATION, 'store', 'admin', 'observability', 'events'],
   admin: [...FOUNDATION, 'store', 'auth', 'usage', 'events'],
   'dashboard-http': [...FOUNDATION, 'store', 'admin', 'admin-api', 'dashboard', 'observability'],
-  dashboard: [...FOUNDATION, 'redis', 'store', 'admin', 'usage', 'observability'],
+  dashboard: [...FOUNDATION, 'redis', 'store', 'admin', 'usage', 'events', 'observability'],
   http: [
     ...FOUNDATION,
     'store',
@@ -403,6 +403,7 @@ const WITHOUT_UNIT_TEST: Record<string, string> = {
   'events/send.ts': 'against real receivers: test/unit/events/dispatcher.test.ts, webhooks.test.ts',
   'events/types.ts': 'types only',
   'dashboard/store.ts': 'the dashboard store contract: test/integration/dashboard-store.test.ts',
+  'dashboard/mail.ts': 'against a real SMTP server: test/integration/dashboard.test.ts',
   'dashboard/redis-store.ts': 'the dashboard store contract: test/integration/dashboard-store.test.ts',
   'demo/backend.ts': 'test/integration/demo.test.ts and the fake upstreams of hardening.test.ts',
   'demo/run-demo.ts': 'test/integration/demo.test.ts, test/browser/console.test.ts',
