@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -7,6 +7,11 @@ import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { findMissingTiers, missingTierAdvice } from './admin/missing-tiers.js';
 import { AdminService } from './admin/service.js';
+import { createDashboardApp } from './dashboard/app.js';
+import { createMailer, type Mailer } from './dashboard/mail.js';
+import { RedisDashboardStore } from './dashboard/redis-store.js';
+import { DashboardService } from './dashboard/service.js';
+import { MemoryDashboardStore, type DashboardStore } from './dashboard/store.js';
 import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
 import { safeMessage } from './errors.js';
@@ -50,6 +55,10 @@ export interface GatewayHandle {
   port: number;
   /** Admin port, or null when the admin API is disabled. */
   adminPort: number | null;
+  /** Company dashboard port, or null when `dashboard.enabled` is false. */
+  dashboardPort: number | null;
+  /** The company dashboard's rules (null when it is off). */
+  dashboard: DashboardService | null;
   config: Readonly<GatewayConfig>;
   store: KeyStore;
   service: AdminService;
@@ -75,6 +84,10 @@ export interface StartOptions {
   processMetrics?: boolean;
   /** Export spans here (tracing on, whatever `OTEL_*` says); e.g. the SDK's InMemorySpanExporter. */
   traceExporter?: SpanExporter;
+  /** The dashboard's store (tests); default: beside the key store (Redis, or memory). */
+  dashboardStore?: DashboardStore;
+  /** Where the `log` mail transport writes (the demo's terminal); default stderr. */
+  mailPrint?: (text: string) => void;
 }
 
 /**
@@ -201,6 +214,14 @@ export async function startGateway(
   void reportMissingTiers(config, store, logger);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger, events?.bus);
+  const dashboard = createDashboard(config, {
+    service,
+    usage,
+    events: events?.bus,
+    logger,
+    opts,
+    redis: built.redis,
+  });
   const ready = createReadinessCheck({
     store,
     limiterRedis: limiterRedis.client,
@@ -224,15 +245,28 @@ export async function startGateway(
   await listen(server, config.server.port, config.server.host);
   const adminServer = await startAdminServer(
     config,
-    { service, metrics, logger, usage, ready, tls: tls.admin, webhooks: events?.admin ?? null },
+    {
+      service,
+      metrics,
+      logger,
+      usage,
+      ready,
+      tls: tls.admin,
+      webhooks: events?.admin ?? null,
+      dashboard: dashboard?.service ?? null,
+    },
     server,
   );
+  const dashboardServer = dashboard
+    ? await startDashboardServer(config, dashboard.service, logger, [server, adminServer])
+    : null;
   events?.start();
   const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
   const port = (server.address() as AddressInfo).port;
   const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
+  const dashboardPort = dashboardServer ? (dashboardServer.address() as AddressInfo).port : null;
   logger.info(
-    { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
+    { port, adminPort, dashboardPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
   const close = createCloser(config, {
@@ -240,6 +274,8 @@ export async function startGateway(
     ready,
     server,
     adminServer,
+    dashboardServer,
+    dashboard,
     app,
     store,
     limiter,
@@ -251,7 +287,21 @@ export async function startGateway(
     events,
   });
   const flushTraces = () => tracing.forceFlush();
-  return { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events, close };
+  return {
+    port,
+    adminPort,
+    dashboardPort,
+    dashboard: dashboard?.service ?? null,
+    config,
+    store,
+    service,
+    metrics,
+    logger,
+    flushTraces,
+    usage,
+    events,
+    close,
+  };
 }
 
 /** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
@@ -336,6 +386,102 @@ function createUsage(
     if (st.company) recorder.record(st.company.id, st.error, status, st.key?.id);
   };
   return { recorder, store, onFinished };
+}
+
+/** The company dashboard's parts, when `dashboard.enabled`. */
+interface BuiltDashboard {
+  service: DashboardService;
+  close(): void;
+}
+
+/**
+ * The dashboard's store (beside the key store: its Redis, a Redis client of its own when the key
+ * store was handed in, or memory), its mailer and its service; null when `dashboard.enabled` is off.
+ */
+function createDashboard(
+  config: Readonly<GatewayConfig>,
+  parts: {
+    service: AdminService;
+    usage: { store: UsageStore } | null;
+    events: EventSink | undefined;
+    logger: Logger;
+    opts: StartOptions;
+    redis: RedisClient | undefined;
+  },
+): BuiltDashboard | null {
+  const d = config.dashboard;
+  if (!d.enabled) return null;
+  let own: RedisClient | undefined;
+  let store = parts.opts.dashboardStore;
+  if (!store && config.store.type === 'redis') {
+    const client = parts.redis ?? (own = createRedisClient(config.store.redis, 'notify-gateway-dashboard'));
+    store = new RedisDashboardStore(client, config.store.redis.keyPrefix);
+  }
+  const print = parts.opts.mailPrint ?? ((text: string) => void process.stderr.write(text));
+  const mailer: Mailer = createMailer(d.mail, print);
+  const tiers = config.rateLimit.tiers.map((t) => t.name);
+  const service = new DashboardService({
+    admin: parts.service,
+    store: store ?? new MemoryDashboardStore(),
+    mailer,
+    usage: parts.usage ? { reader: parts.usage.store, retentionDays: config.usage.retentionDays } : null,
+    ...(parts.events && { events: parts.events }),
+    onMailError: (err) => parts.logger.warn({ error: safeMessage(err) }, 'dashboard mail could not be sent'),
+    settings: {
+      registration: d.registration,
+      publicOrigin: d.publicOrigin ?? '',
+      idleMs: d.session.idleMinutes * 60_000,
+      absoluteMs: d.session.absoluteHours * 3_600_000,
+      resendCooldownMs: d.signIn.resendCooldownSeconds * 1000,
+      perAddressPerHour: d.signIn.perAddressPerHour,
+      perClientPerHour: d.signIn.perClientPerHour,
+      tier: tiers.includes('free') ? 'free' : tiers[0]!,
+    },
+  });
+  return {
+    service,
+    close() {
+      mailer.close();
+      own?.disconnect();
+    },
+  };
+}
+
+/**
+ * Starts the dashboard's listener. Its origin (for the same-origin rule and the links in mails) is
+ * `dashboard.publicOrigin`, or `http://<host>:<port>` once the port is known (loopback only:
+ * `findStartupProblems` refuses plain HTTP elsewhere). When it cannot listen, closes the servers
+ * already listening and rethrows.
+ */
+async function startDashboardServer(
+  config: Readonly<GatewayConfig>,
+  service: DashboardService,
+  logger: Logger,
+  started: (Server | null)[],
+): Promise<Server> {
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.statusCode = 503;
+    res.end();
+  };
+  const server = createAdminServer((req, res) => handler(req, res));
+  try {
+    await listen(server, config.dashboard.port, config.dashboard.host);
+  } catch (err) {
+    for (const s of started) s?.close();
+    throw err;
+  }
+  const { host } = config.dashboard;
+  const port = (server.address() as AddressInfo).port;
+  const origin = config.dashboard.publicOrigin ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  service.useOrigin(origin);
+  handler = createDashboardApp({
+    service,
+    origin,
+    policy: { maxActiveKeys: config.keys.maxActiveKeys, rotationAgeDays: config.keys.rotationAgeDays },
+    trustedProxies: config.server.trustedProxies,
+    logger,
+  });
+  return server;
 }
 
 /** The admin service over the store, logging each audit entry and emitting its events. */
@@ -551,6 +697,7 @@ async function startAdminServer(
     ready: ReadinessCheck;
     tls: TlsMaterial | undefined;
     webhooks: WebhookAdmin | null;
+    dashboard: DashboardService | null;
   },
   gatewayServer: Server,
 ): Promise<Server | null> {
@@ -600,6 +747,8 @@ interface Closeable {
   ready: ReadinessCheck;
   server: Server;
   adminServer: Server | null;
+  dashboardServer: Server | null;
+  dashboard: BuiltDashboard | null;
   app: { closeAgents(): void };
   store: KeyStore;
   limiter: TierRateLimiter;
@@ -624,6 +773,8 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
       ready.drain();
       await drain(server, config.server.shutdownTimeoutMs);
       if (adminServer) await drain(adminServer, 1000);
+      if (parts.dashboardServer) await drain(parts.dashboardServer, 1000);
+      parts.dashboard?.close();
       app.closeAgents();
       // Deliveries in flight go back to the queue while its Redis is still open.
       await parts.events?.close();

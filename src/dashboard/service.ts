@@ -98,6 +98,11 @@ export class DashboardService {
     return this.o.settings;
   }
 
+  /** The origin of links in mails, once the listener knows its port (when `publicOrigin` is not set). */
+  useOrigin(origin: string): void {
+    if (!this.o.settings.publicOrigin) this.o.settings.publicOrigin = origin;
+  }
+
   // ---- without a session
 
   /**

@@ -403,6 +403,7 @@ const WITHOUT_UNIT_TEST: Record<string, string> = {
   'events/send.ts': 'against real receivers: test/unit/events/dispatcher.test.ts, webhooks.test.ts',
   'events/types.ts': 'types only',
   'dashboard/store.ts': 'the dashboard store contract: test/integration/dashboard-store.test.ts',
+  'dashboard/app.ts': 'over HTTP: test/integration/dashboard.test.ts, test/browser/dashboard.test.ts',
   'dashboard/mail.ts': 'against a real SMTP server: test/integration/dashboard.test.ts',
   'dashboard/redis-store.ts': 'the dashboard store contract: test/integration/dashboard-store.test.ts',
   'demo/backend.ts': 'test/integration/demo.test.ts and the fake upstreams of hardening.test.ts',
