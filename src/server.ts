@@ -214,14 +214,6 @@ export async function startGateway(
   void reportMissingTiers(config, store, logger);
   const usage = createUsage(config, built.redis ?? limiterRedis.client, metrics, logger);
   const service = createAdminService(config, store, logger, events?.bus);
-  const dashboard = createDashboard(config, {
-    service,
-    usage,
-    events: events?.bus,
-    logger,
-    opts,
-    redis: built.redis,
-  });
   const ready = createReadinessCheck({
     store,
     limiterRedis: limiterRedis.client,
@@ -241,42 +233,25 @@ export async function startGateway(
     tracing,
     onRequestFinished: usage?.onFinished,
   });
-  const server = createGatewayServer(config.server, app, tls.server);
-  await listen(server, config.server.port, config.server.host);
-  const adminServer = await startAdminServer(
-    config,
-    {
-      service,
-      metrics,
-      logger,
-      usage,
-      ready,
-      tls: tls.admin,
-      webhooks: events?.admin ?? null,
-      dashboard: dashboard?.service ?? null,
-    },
-    server,
-  );
-  const dashboardServer = dashboard
-    ? await startDashboardServer(config, dashboard.service, logger, [server, adminServer])
-    : null;
+  const dashboard = createDashboard(config, { service, usage, events: events?.bus, logger, opts, ...built });
+  const listeners = await startListeners(config, app, tls, {
+    ...{ service, metrics, logger, usage, ready, webhooks: events?.admin ?? null },
+    dashboard: dashboard?.service ?? null,
+  });
+  const { server, adminServer, dashboardServer } = listeners;
   events?.start();
   const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
   const port = (server.address() as AddressInfo).port;
-  const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
-  const dashboardPort = dashboardServer ? (dashboardServer.address() as AddressInfo).port : null;
+  const [adminPort = null, dashboardPort = null] = [adminServer, dashboardServer].map((s) =>
+    s ? (s.address() as AddressInfo).port : null,
+  );
   logger.info(
     { port, adminPort, dashboardPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
   const close = createCloser(config, {
-    stopTlsReload,
-    ready,
-    server,
-    adminServer,
-    dashboardServer,
-    dashboard,
-    app,
+    ...{ stopTlsReload, ready, app, dashboard },
+    ...listeners,
     store,
     limiter,
     limiterRedis,
@@ -287,21 +262,27 @@ export async function startGateway(
     events,
   });
   const flushTraces = () => tracing.forceFlush();
-  return {
-    port,
-    adminPort,
-    dashboardPort,
-    dashboard: dashboard?.service ?? null,
-    config,
-    store,
-    service,
-    metrics,
-    logger,
-    flushTraces,
-    usage,
-    events,
-    close,
-  };
+  const parts = { config, store, service, metrics, logger, flushTraces, usage, events, close };
+  return { port, adminPort, dashboardPort, dashboard: dashboard?.service ?? null, ...parts };
+}
+
+/**
+ * Listens: the gateway, then the admin API and the dashboard when enabled (each closes the ones
+ * already listening when it cannot listen).
+ */
+async function startListeners(
+  config: Readonly<GatewayConfig>,
+  app: Parameters<typeof createGatewayServer>[1],
+  tls: ListenerTls,
+  deps: Omit<Parameters<typeof startAdminServer>[1], 'tls'>,
+): Promise<{ server: Server; adminServer: Server | null; dashboardServer: Server | null }> {
+  const server = createGatewayServer(config.server, app, tls.server);
+  await listen(server, config.server.port, config.server.host);
+  const adminServer = await startAdminServer(config, { ...deps, tls: tls.admin }, server);
+  const dashboardServer = deps.dashboard
+    ? await startDashboardServer(config, deps.dashboard, deps.logger, [server, adminServer])
+    : null;
+  return { server, adminServer, dashboardServer };
 }
 
 /** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
@@ -406,7 +387,7 @@ function createDashboard(
     events: EventSink | undefined;
     logger: Logger;
     opts: StartOptions;
-    redis: RedisClient | undefined;
+    redis?: RedisClient | undefined;
   },
 ): BuiltDashboard | null {
   const d = config.dashboard;
