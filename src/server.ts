@@ -701,6 +701,7 @@ async function startAdminServer(
     ready: deps.ready,
     tls: deps.tls !== undefined,
     webhooks: deps.webhooks,
+    dashboard: deps.dashboard,
   });
   const adminServer = createAdminServer(adminApp, deps.tls);
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {

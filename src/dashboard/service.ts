@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { z } from 'zod';
-import { nameSchema } from '../config/fields.js';
+import { emailSchema, nameSchema } from '../config/fields.js';
+import { memberInviteSchema } from '../admin/schemas.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import type { AdminFailure, AdminResult, AdminService, CreatedKey, KeyView } from '../admin/service.js';
 import { queryUsage, type UsageQueryDeps } from '../admin/usage-query.js';
@@ -50,20 +51,11 @@ export interface SignedIn {
   role: MemberRole;
 }
 
-/** An e-mail address, compared and stored lower-case. */
-export const emailSchema = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .max(254, 'at most 254 characters')
-  .regex(/^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/, 'must be an e-mail address');
-
 const registerSchema = z.object({ companyName: nameSchema, email: emailSchema }).strict();
 const codeRequestSchema = z.object({ email: emailSchema }).strict();
 const signInSchema = z
   .object({ email: emailSchema, code: z.string().regex(/^\d{6}$/, 'must be the 6 digits of the mail') })
   .strict();
-const inviteSchema = z.object({ email: emailSchema, role: z.enum(['owner', 'developer']) }).strict();
 const keyCreateSchema = z
   .object({ label: z.unknown().optional(), environment: z.enum(['live', 'test']).default('live') })
   .strict();
@@ -343,7 +335,7 @@ export class DashboardService {
   // ---- shared steps
 
   private async addMember(companyId: string, input: unknown, actor: string): Promise<AdminResult<Member>> {
-    const parsed = parse(inviteSchema, input);
+    const parsed = parse(memberInviteSchema, input);
     if (!parsed.ok) return parsed;
     const m = member(companyId, parsed.value.email, parsed.value.role, actor);
     if ((await this.o.store.addMember(m)) === 'taken') return fail('DASHBOARD_ADDRESS_TAKEN');
