@@ -185,7 +185,8 @@ async function renderKeys(newKeyPanel) {
     ],
     'live',
   );
-  const active = keys.filter((k) => k.status === 'active' || k.status === 'revoking').length;
+  // A key on its way out (rotated, `revoking`) no longer counts against the cap.
+  const active = keys.filter((k) => k.status === 'active').length;
   const cap = me.policy.maxActiveKeys;
   screen(
     'Settings → API Keys',
@@ -339,6 +340,7 @@ function dialog(title, content, confirmLabel, danger) {
 }
 
 async function revoke(k) {
+  clearMessages();
   const yes = await dialog(
     `Revoke key ${keyName(k)}?`,
     [
@@ -362,6 +364,7 @@ async function revoke(k) {
 }
 
 async function rotate(k) {
+  clearMessages();
   const grace = select(
     { name: 'grace' },
     [
@@ -490,6 +493,7 @@ async function renderMembers() {
 }
 
 async function removeMember(m) {
+  clearMessages();
   if (
     !(await dialog(
       `Remove ${m.email}?`,
