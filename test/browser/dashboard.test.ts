@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { adminApi } from '../helpers/admin.js';
 import { launchChromium, seriousA11yViolations, watchCsp } from '../helpers/browser.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/http.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -51,6 +51,7 @@ before(async () => {
   t = await startTestGateway({
     store: { type: 'memory' },
     routes: [{ prefix: '/notify/v1', target: upstream.url }],
+    admin: { console: true },
     dashboard: { enabled: true, port: 0, mail: { url: smtp.url } },
   });
   base = `http://127.0.0.1:${t.gw.dashboardPort}`;
@@ -81,7 +82,7 @@ describe('company dashboard in a browser', () => {
   const email = 'owner@acme.test';
   const keys: string[] = [];
 
-  test('register: the company is pending; an operator approves it; the contact gets the mail', async () => {
+  test('register: the company is pending; an operator approves it in the console; the contact gets the mail', async () => {
     await page.goto(`${base}/`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await checkScreen('sign-in');
@@ -91,10 +92,25 @@ describe('company dashboard in a browser', () => {
     await checkScreen('register');
     await page.getByRole('button', { name: 'Register' }).click();
     await page.getByRole('heading', { name: 'Registration received' }).waitFor();
-    const admin = adminApi(t.adminPort);
-    const regs = (await admin('GET', '/admin/v1/registrations')).body as unknown as { id: string }[];
-    assert.equal(regs.length, 1);
-    assert.equal((await admin('POST', `/admin/v1/registrations/${regs[0]!.id}/approve`)).status, 200);
+    // The operator approves it in the console.
+    const consolePage = await context.newPage();
+    await consolePage.goto(`http://127.0.0.1:${t.adminPort}/console/#/registrations`);
+    await consolePage.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await consolePage.keyboard.press('Enter');
+    await consolePage.getByRole('heading', { name: 'Registrations' }).waitFor();
+    await consolePage.getByRole('cell', { name: `Acme ${XSS}`, exact: true }).waitFor();
+    await consolePage.screenshot({ path: join(SHOTS, 'console-registrations.png') });
+    assert.deepEqual(await seriousA11yViolations(consolePage), []);
+    await consolePage.getByRole('button', { name: `Approve Acme ${XSS}` }).click();
+    await consolePage.getByRole('status').filter({ hasText: 'approved' }).waitFor();
+    await consolePage.close();
+    const regs = (await adminApi(t.adminPort)('GET', '/admin/v1/registrations')).body as unknown as {
+      status: string;
+    }[];
+    assert.deepEqual(
+      regs.map((r) => r.status),
+      ['approved'],
+    );
     const mail = await smtp.waitFor(email, /approved/);
     assert.ok(mail.text.includes(base), 'the mail points to the dashboard');
   });
