@@ -217,6 +217,10 @@ function createErrorHandler(logger: Logger): ErrorRequestHandler {
     const code = adminErrorCode(err);
     if (code === 'STORE_UNAVAILABLE' || code === 'INTERNAL')
       logger.error({ err: { message: safeMessage(err) }, code }, 'dashboard request failed');
-    sendError(res, code);
+    sendError(
+      res,
+      code,
+      code === 'ADMIN_PAYLOAD_TOO_LARGE' ? 'Dashboard request bodies are limited to 16 KiB' : undefined,
+    );
   };
 }

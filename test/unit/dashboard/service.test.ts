@@ -40,7 +40,11 @@ function service(over: Partial<ConstructorParameters<typeof DashboardService>[0]
   });
 }
 
-const codeOf = (to: string) => {
+/** Mails go out after the answer (setImmediate): let them. */
+const flush = () => new Promise((r) => setImmediate(r));
+
+const codeOf = async (to: string) => {
+  await flush();
   const m = mails.filter((x) => x.to === to && /code/.test(x.subject)).at(-1);
   return /\b(\d{6})\b/.exec(m?.text ?? '')?.[1];
 };
@@ -51,7 +55,7 @@ async function signedIn(name: string, email: string): Promise<SignedIn> {
   const r = (await dstore.listRegistrations()).find((x) => x.email === email)!;
   assert.ok((await svc.decideRegistration(r.id, 'approved', 'op')).ok);
   assert.ok((await svc.requestCode({ email }, '10.0.0.1')).ok);
-  const s = await svc.signIn({ email, code: codeOf(email) }, '10.0.0.1');
+  const s = await svc.signIn({ email, code: await codeOf(email) }, '10.0.0.1');
   assert.ok(s.ok);
   const who = await svc.resolveSession(s.value.sessionId);
   assert.ok(who);
@@ -81,6 +85,7 @@ describe('DashboardService', () => {
     const ok = await svc.decideRegistration(reg!.id, 'approved', 'ops-token');
     assert.ok(ok.ok);
     assert.equal((await keys.getCompany(reg!.id))?.status, 'active');
+    await flush();
     assert.equal(mails.at(-1)?.to, 'ops@acme.test');
     assert.match(mails.at(-1)!.text, /approved/);
     const again = await svc.decideRegistration(reg!.id, 'rejected', 'ops-token');
@@ -100,6 +105,7 @@ describe('DashboardService', () => {
     const known = await svc.requestCode({ email: 'a@a.test' }, '10.0.0.2');
     const unknown = await svc.requestCode({ email: 'nobody@a.test' }, '10.0.0.2');
     assert.deepEqual(known, unknown);
+    await flush();
     assert.deepEqual(
       mails.map((m) => m.to),
       ['a@a.test'],
@@ -111,7 +117,7 @@ describe('DashboardService', () => {
     await signedIn('A', 'a@a.test');
     const sent = await svc.requestCode({ email: 'a@a.test' }, '10.0.0.3');
     assert.ok(sent.ok);
-    const code = codeOf('a@a.test')!;
+    const code = await codeOf('a@a.test')!;
     const wrong = code === '000000' ? '000001' : '000000';
     for (let i = 0; i < 5; i++) {
       const r = await svc.signIn({ email: 'a@a.test', code: wrong }, '10.0.0.3');
@@ -181,14 +187,14 @@ describe('DashboardService', () => {
     const a = await signedIn('A', 'a@a.test');
     await svc.inviteMember(a, { email: 'dev@a.test', role: 'developer' });
     await svc.requestCode({ email: 'dev@a.test' }, '10.0.0.4');
-    const dev = await svc.signIn({ email: 'dev@a.test', code: codeOf('dev@a.test') }, '10.0.0.4');
+    const dev = await svc.signIn({ email: 'dev@a.test', code: await codeOf('dev@a.test') }, '10.0.0.4');
     assert.ok(dev.ok);
     assert.ok(await svc.resolveSession(dev.value.sessionId));
     await svc.removeMember(a, 'dev@a.test');
     assert.equal(await svc.resolveSession(dev.value.sessionId), null);
 
     await svc.requestCode({ email: 'a@a.test' }, '10.0.0.5');
-    const s = await svc.signIn({ email: 'a@a.test', code: codeOf('a@a.test') }, '10.0.0.5');
+    const s = await svc.signIn({ email: 'a@a.test', code: await codeOf('a@a.test') }, '10.0.0.5');
     assert.ok(s.ok);
     assert.ok(await svc.resolveSession(s.value.sessionId));
     await admin.updateCompany(a.companyId, { status: 'suspended' }, 'op');
