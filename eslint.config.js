@@ -45,9 +45,12 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
-    ignores: ['console/**'],
+    ignores: ['console/**', 'dashboard/**'],
     languageOptions: { globals: globals.node },
   },
-  // The operator console: ES modules that run in the browser.
-  { files: ['console/**/*.js'], languageOptions: { sourceType: 'module', globals: globals.browser } },
+  // The operator console and the company dashboard: ES modules that run in the browser.
+  {
+    files: ['console/**/*.js', 'dashboard/**/*.js'],
+    languageOptions: { sourceType: 'module', globals: globals.browser },
+  },
 );

@@ -176,6 +176,54 @@ export const ERRORS = {
     error: 'Unsupported Media Type',
     details: 'Content-Type must be application/json',
   },
+
+  // Company dashboard (its own port, docs/dashboard.md).
+  DASHBOARD_SIGN_IN_REQUIRED: {
+    status: 401,
+    error: 'Unauthorized',
+    details: 'Sign in first: there is no session, or it has ended',
+  },
+  DASHBOARD_CODE_REFUSED: {
+    status: 401,
+    error: 'Unauthorized',
+    details: 'The code is wrong, expired or used up; ask for a new one',
+  },
+  DASHBOARD_CROSS_ORIGIN: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'Dashboard writes must come from the dashboard page itself',
+  },
+  DASHBOARD_OWNER_ONLY: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'Only an owner of the company may do this',
+  },
+  DASHBOARD_REGISTRATION_CLOSED: {
+    status: 403,
+    error: 'Forbidden',
+    details: 'Registration is closed; ask the operator for an invitation',
+  },
+  DASHBOARD_NOT_FOUND: { status: 404, error: 'Not Found', details: 'Not found' },
+  DASHBOARD_ADDRESS_TAKEN: {
+    status: 409,
+    error: 'Conflict',
+    details: 'This address belongs to a member already',
+  },
+  DASHBOARD_LAST_OWNER: {
+    status: 409,
+    error: 'Conflict',
+    details: 'The last owner of a company cannot be removed; invite another owner first',
+  },
+  DASHBOARD_REGISTRATION_DECIDED: {
+    status: 409,
+    error: 'Conflict',
+    details: 'The registration was approved or rejected already',
+  },
+  DASHBOARD_TOO_MANY_ATTEMPTS: {
+    status: 429,
+    error: 'Too Many Requests',
+    details: 'Too many sign-in attempts; retry after the delay in Retry-After',
+  },
 } as const satisfies Record<string, { status: number; error: string; details: string }>;
 
 /** A key of the error registry (`ERRORS`). */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -7,6 +7,9 @@ import { createExpiryAuditor } from './admin/expiry-audit.js';
 import { createAdminApp, isLoopbackName } from './admin/router.js';
 import { findMissingTiers, missingTierAdvice } from './admin/missing-tiers.js';
 import { AdminService } from './admin/service.js';
+import type { Mailer } from './dashboard/mail.js';
+import type { DashboardService } from './dashboard/service.js';
+import type { DashboardStore } from './dashboard/store.js';
 import { createExposedKeyHandler } from './auth/exposure.js';
 import { KeyVerifier } from './auth/verify.js';
 import { safeMessage } from './errors.js';
@@ -53,6 +56,10 @@ export interface GatewayHandle {
   port: number;
   /** Admin port, or null when the admin API is disabled. */
   adminPort: number | null;
+  /** Company dashboard port, or null when `dashboard.enabled` is false. */
+  dashboardPort: number | null;
+  /** The company dashboard's rules (null when it is off). */
+  dashboard: DashboardService | null;
   config: Readonly<GatewayConfig>;
   store: KeyStore;
   service: AdminService;
@@ -80,6 +87,10 @@ export interface StartOptions {
   processMetrics?: boolean;
   /** Export spans here (tracing on, whatever `OTEL_*` says); e.g. the SDK's InMemorySpanExporter. */
   traceExporter?: SpanExporter;
+  /** The dashboard's store (tests); default: beside the key store (Redis, or memory). */
+  dashboardStore?: DashboardStore;
+  /** Where the `log` mail transport writes (the demo's terminal); default stderr. */
+  mailPrint?: (text: string) => void;
 }
 
 /**
@@ -228,27 +239,34 @@ export async function startGateway(
     tracing,
     onRequestFinished: usage?.onFinished,
   });
-  const server = createGatewayServer(config.server, app, tls.server);
-  await listen(server, config.server.port, config.server.host);
-  const webhooks = events?.admin ?? null;
   const { upstreams } = app;
-  const adminDeps = { service, metrics, logger, usage, ready, tls: tls.admin, webhooks, upstreams };
-  const adminServer = await startAdminServer(config, adminDeps, server);
+  const dashboard = await createDashboard(config, {
+    service,
+    usage,
+    events: events?.bus,
+    logger,
+    opts,
+    ...built,
+  });
+  const listeners = await startListeners(config, app, tls, {
+    ...{ service, metrics, logger, usage, ready, webhooks: events?.admin ?? null, upstreams },
+    dashboard: dashboard?.service ?? null,
+  });
+  const { server, adminServer, dashboardServer } = listeners;
   events?.start();
   const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
   const port = (server.address() as AddressInfo).port;
-  const adminPort = adminServer ? (adminServer.address() as AddressInfo).port : null;
+  const [adminPort = null, dashboardPort = null] = [adminServer, dashboardServer].map((s) =>
+    s ? (s.address() as AddressInfo).port : null,
+  );
   logger.info(
-    { port, adminPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
+    { port, adminPort, dashboardPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
   const flushTraces = () => tracing.forceFlush();
   const close = createCloser(config, {
-    stopTlsReload,
-    ready,
-    server,
-    adminServer,
-    app,
+    ...{ stopTlsReload, ready, app, dashboard },
+    ...listeners,
     store,
     limiter,
     limiterRedis,
@@ -258,8 +276,8 @@ export async function startGateway(
     usage: usage?.recorder ?? null,
     events,
   });
-  const handle = { port, adminPort, config, store, service, metrics, logger, flushTraces, usage, events };
-  return { ...handle, upstreams, close };
+  const parts = { config, store, service, metrics, logger, flushTraces, usage, events, upstreams, close };
+  return { port, adminPort, dashboardPort, dashboard: dashboard?.service ?? null, ...parts };
 }
 
 /** The readiness check of the store, the limiter's Redis and the routes' pools. */
@@ -277,6 +295,25 @@ function createReady(
     started: readyOnce(redis),
     upstreams,
   });
+}
+
+/**
+ * Listens: the gateway, then the admin API and the dashboard when enabled (each closes the ones
+ * already listening when it cannot listen).
+ */
+async function startListeners(
+  config: Readonly<GatewayConfig>,
+  app: Parameters<typeof createGatewayServer>[1],
+  tls: ListenerTls,
+  deps: Omit<Parameters<typeof startAdminServer>[1], 'tls'>,
+): Promise<{ server: Server; adminServer: Server | null; dashboardServer: Server | null }> {
+  const server = createGatewayServer(config.server, app, tls.server);
+  await listen(server, config.server.port, config.server.host);
+  const adminServer = await startAdminServer(config, { ...deps, tls: tls.admin }, server);
+  const dashboardServer = deps.dashboard
+    ? await startDashboardServer(config, deps.dashboard, deps.logger, [server, adminServer])
+    : null;
+  return { server, adminServer, dashboardServer };
 }
 
 /** The per-address failed-authentication budget, or null when `rateLimit.authFailures` is off. */
@@ -365,6 +402,113 @@ async function createUsage(
     if (st.company) recorder.record(st.company.id, st.error, status, st.key?.id);
   };
   return { recorder, store, onFinished };
+}
+
+/** The company dashboard's parts, when `dashboard.enabled`. */
+interface BuiltDashboard {
+  service: DashboardService;
+  close(): void;
+}
+
+/**
+ * The dashboard's store (beside the key store: its Redis, a Redis client of its own when the key
+ * store was handed in, or memory), its mailer and its service; null when `dashboard.enabled` is off.
+ * Its modules (and nodemailer) are loaded only when it is on (start time).
+ */
+async function createDashboard(
+  config: Readonly<GatewayConfig>,
+  parts: {
+    service: AdminService;
+    usage: { store: UsageStore } | null;
+    events: EventSink | undefined;
+    logger: Logger;
+    opts: StartOptions;
+    redis?: RedisClient | undefined;
+  },
+): Promise<BuiltDashboard | null> {
+  const d = config.dashboard;
+  if (!d.enabled) return null;
+  const [{ createMailer }, { DashboardService }, { MemoryDashboardStore }] = await Promise.all([
+    import('./dashboard/mail.js'),
+    import('./dashboard/service.js'),
+    import('./dashboard/store.js'),
+  ]);
+  let own: RedisClient | undefined;
+  let store = parts.opts.dashboardStore;
+  if (!store && config.store.type === 'redis') {
+    const [{ createRedisClient }, { RedisDashboardStore }] = await Promise.all([
+      import('./redis/connection.js'),
+      import('./dashboard/redis-store.js'),
+    ]);
+    const client = parts.redis ?? (own = createRedisClient(config.store.redis, 'notify-gateway-dashboard'));
+    store = new RedisDashboardStore(client, config.store.redis.keyPrefix);
+  }
+  const print = parts.opts.mailPrint ?? ((text: string) => void process.stderr.write(text));
+  const mailer: Mailer = createMailer(d.mail, print);
+  const tiers = config.rateLimit.tiers.map((t) => t.name);
+  const service = new DashboardService({
+    admin: parts.service,
+    store: store ?? new MemoryDashboardStore(),
+    mailer,
+    usage: parts.usage ? { reader: parts.usage.store, retentionDays: config.usage.retentionDays } : null,
+    ...(parts.events && { events: parts.events }),
+    onMailError: (err) => parts.logger.warn({ error: safeMessage(err) }, 'dashboard mail could not be sent'),
+    settings: {
+      registration: d.registration,
+      publicOrigin: d.publicOrigin ?? '',
+      idleMs: d.session.idleMinutes * 60_000,
+      absoluteMs: d.session.absoluteHours * 3_600_000,
+      resendCooldownMs: d.signIn.resendCooldownSeconds * 1000,
+      perAddressPerHour: d.signIn.perAddressPerHour,
+      perClientPerHour: d.signIn.perClientPerHour,
+      tier: tiers.includes('free') ? 'free' : tiers[0]!,
+    },
+  });
+  return {
+    service,
+    close() {
+      mailer.close();
+      own?.disconnect();
+    },
+  };
+}
+
+/**
+ * Starts the dashboard's listener. Its origin (for the same-origin rule and the links in mails) is
+ * `dashboard.publicOrigin`, or `http://<host>:<port>` once the port is known (loopback only:
+ * `findStartupProblems` refuses plain HTTP elsewhere). When it cannot listen, closes the servers
+ * already listening and rethrows.
+ */
+async function startDashboardServer(
+  config: Readonly<GatewayConfig>,
+  service: DashboardService,
+  logger: Logger,
+  started: (Server | null)[],
+): Promise<Server> {
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.statusCode = 503;
+    res.end();
+  };
+  const server = createAdminServer((req, res) => handler(req, res));
+  try {
+    await listen(server, config.dashboard.port, config.dashboard.host);
+  } catch (err) {
+    for (const s of started) s?.close();
+    throw err;
+  }
+  const { host } = config.dashboard;
+  const port = (server.address() as AddressInfo).port;
+  const origin = config.dashboard.publicOrigin ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  service.useOrigin(origin);
+  const { createDashboardApp } = await import('./dashboard/app.js');
+  handler = createDashboardApp({
+    service,
+    origin,
+    policy: { maxActiveKeys: config.keys.maxActiveKeys, rotationAgeDays: config.keys.rotationAgeDays },
+    trustedProxies: config.server.trustedProxies,
+    logger,
+  });
+  return server;
 }
 
 /** The admin service over the store, logging each audit entry and emitting its events. */
@@ -582,6 +726,7 @@ async function startAdminServer(
     tls: TlsMaterial | undefined;
     webhooks: WebhookAdmin | null;
     upstreams: Upstreams;
+    dashboard: DashboardService | null;
   },
   gatewayServer: Server,
 ): Promise<Server | null> {
@@ -605,6 +750,7 @@ async function startAdminServer(
     tls: deps.tls !== undefined,
     webhooks: deps.webhooks,
     upstreams: deps.upstreams,
+    dashboard: deps.dashboard,
   });
   const adminServer = createAdminServer(adminApp, deps.tls);
   if (!deps.tls && config.admin.token && !isLoopbackName(config.admin.host)) {
@@ -632,6 +778,8 @@ interface Closeable {
   ready: ReadinessCheck;
   server: Server;
   adminServer: Server | null;
+  dashboardServer: Server | null;
+  dashboard: BuiltDashboard | null;
   app: { closeAgents(): void };
   store: KeyStore;
   limiter: TierRateLimiter;
@@ -656,6 +804,8 @@ function createCloser(config: Readonly<GatewayConfig>, parts: Closeable): () => 
       ready.drain();
       await drain(server, config.server.shutdownTimeoutMs);
       if (adminServer) await drain(adminServer, 1000);
+      if (parts.dashboardServer) await drain(parts.dashboardServer, 1000);
+      parts.dashboard?.close();
       app.closeAgents();
       // Deliveries in flight go back to the queue while its Redis is still open.
       await parts.events?.close();

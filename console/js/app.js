@@ -6,6 +6,7 @@ import { renderCompanies } from './companies.js';
 import { renderCompany } from './company.js';
 import { h } from './dom.js';
 import { renderKey, renderKeySearch } from './keys.js';
+import { renderRegistrations } from './registrations.js';
 import { loadIdentity, session } from './session.js';
 import { loadSettings } from './settings.js';
 import { clearMessages, showError } from './ui.js';
@@ -58,6 +59,7 @@ function headingOf(path) {
   if (path === '/audit') return 'Audit trail';
   if (path === '/webhooks') return 'Webhook deliveries';
   if (path === '/upstreams') return 'Upstreams';
+  if (path === '/registrations') return 'Registrations';
   if (path.startsWith('/keys')) return path === '/keys' ? 'Find a key' : 'Key';
   return path.startsWith('/companies/') ? 'Company' : 'Companies';
 }
@@ -75,6 +77,7 @@ async function route() {
     else if (path === '/audit') await renderAudit(main, params);
     else if (path === '/webhooks') await renderWebhooks(main, params);
     else if (path === '/upstreams') await renderUpstreams(main);
+    else if (path === '/registrations') await renderRegistrations(main);
     else await renderCompanies(main);
     main.querySelector('h1')?.focus({ preventScroll: true });
   } catch (err) {

@@ -19,6 +19,11 @@ export const AUDIT_EVENTS = [
   'webhook.created',
   'webhook.deleted',
   'webhook.retried',
+  'registration.approved',
+  'registration.rejected',
+  'member.added',
+  'member.removed',
+  'member.signed_in',
 ] as const;
 
 /** The audit query as the admin API and the CLI receive it: strings as sent, or absent. */

@@ -99,8 +99,11 @@ function answer(res: ServerResponse, status: number, type: string, body: string 
   res.end(body);
 }
 
-/** Every servable file under `dir` (html, js, css), by its posix path relative to `dir`. */
-function readConsoleFiles(dir: string): Map<string, { type: string; body: Buffer }> {
+/**
+ * Every servable file under `dir` (html, js, css), by its posix path relative to `dir`, read once
+ * (the console's and the company dashboard's pages). Throws when `dir` has no index.html.
+ */
+export function readConsoleFiles(dir: string): Map<string, { type: string; body: Buffer }> {
   const out = new Map<string, { type: string; body: Buffer }>();
   const walk = (d: string) => {
     for (const name of readdirSync(d)) {
@@ -115,7 +118,7 @@ function readConsoleFiles(dir: string): Map<string, { type: string; body: Buffer
     }
   };
   walk(dir);
-  if (!out.has('index.html')) throw new Error(`the console's files are missing: no index.html in ${dir}`);
+  if (!out.has('index.html')) throw new Error(`the page's files are missing: no index.html in ${dir}`);
   return out;
 }
 

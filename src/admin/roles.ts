@@ -49,6 +49,8 @@ export const ADMIN_ROUTE_ROLES: readonly AdminRouteRole[] = [
   { method: 'GET', path: '/admin/v1/webhooks', role: 'read' },
   { method: 'GET', path: '/admin/v1/webhooks/deliveries', role: 'read' },
   { method: 'GET', path: '/admin/v1/companies/:id/webhooks', role: 'read' },
+  { method: 'GET', path: '/admin/v1/registrations', role: 'read' },
+  { method: 'GET', path: '/admin/v1/companies/:id/members', role: 'read' },
   { method: 'POST', path: '/admin/v1/companies/:id/keys', role: 'keys' },
   { method: 'POST', path: '/admin/v1/keys/:keyId/rotate', role: 'keys' },
   { method: 'DELETE', path: '/admin/v1/keys/:keyId', role: 'keys' },

@@ -53,6 +53,21 @@ export interface AdminAppDeps {
   webhooks?: WebhookAdmin | null;
   /** The routes' pools for `GET /admin/v1/upstreams` (absent: an empty list). */
   upstreams?: { view(): UpstreamsView };
+  /** Registrations and members of the company dashboard; null or absent: the dashboard is off (404). */
+  dashboard?: DashboardAdmin | null;
+}
+
+/** What the admin API needs of the company dashboard (src/dashboard/service.ts `DashboardService`). */
+export interface DashboardAdmin {
+  listRegistrations(): Promise<AdminResult<unknown[]>>;
+  decideRegistration(
+    id: string,
+    decision: 'approved' | 'rejected',
+    actor: string,
+  ): Promise<AdminResult<unknown>>;
+  operatorListMembers(companyId: string): Promise<AdminResult<unknown[]>>;
+  operatorInvite(companyId: string, input: unknown, actor: string): Promise<AdminResult<unknown>>;
+  operatorRemove(companyId: string, email: string, actor: string): Promise<AdminResult<unknown>>;
 }
 
 /**
@@ -105,6 +120,7 @@ export function createAdminApp(deps: AdminAppDeps): Express {
   });
   app.use('/admin/v1', createAdminRoutes(deps.service, deps.usage ?? null));
   app.use('/admin/v1', createWebhookRoutes(deps.webhooks ?? null));
+  app.use('/admin/v1', createDashboardRoutes(deps.dashboard ?? null));
 
   app.use((_req, res) => sendError(res, 'ADMIN_NOT_FOUND'));
   app.use(createAdminErrorHandler(deps.logger));
@@ -386,6 +402,37 @@ function createWebhookRoutes(hooks: WebhookAdmin | null): express.Router {
       hooks
         ? reply(res, await hooks.deleteCompanyWebhook(req.params.id!, req.params.webhookId!, actorOf(res)))
         : off(res),
+  );
+  return r;
+}
+
+/** Registrations and members of the company dashboard (404 `ADMIN_NOT_FOUND` when it is off). */
+function createDashboardRoutes(d: DashboardAdmin | null): express.Router {
+  const r = express.Router();
+  const v1 = (method: AdminOperation['method'], path: string) => guard(method, `${V1}${path}`);
+  const off = (res: Response) =>
+    sendError(res, 'ADMIN_NOT_FOUND', 'the company dashboard is off (dashboard.enabled: false)');
+  r.get('/registrations', v1('get', '/registrations'), async (_req, res) =>
+    d ? reply(res, await d.listRegistrations()) : off(res),
+  );
+  for (const [verb, decision] of [
+    ['approve', 'approved'],
+    ['reject', 'rejected'],
+  ] as const)
+    r.post(`/registrations/:id/${verb}`, v1('post', `/registrations/:id/${verb}`), async (req, res) =>
+      d ? reply(res, await d.decideRegistration(req.params.id!, decision, actorOf(res))) : off(res),
+    );
+  r.get('/companies/:id/members', v1('get', '/companies/:id/members'), async (req, res) =>
+    d ? reply(res, await d.operatorListMembers(req.params.id!)) : off(res),
+  );
+  r.post('/companies/:id/members', v1('post', '/companies/:id/members'), async (req, res) =>
+    d ? reply(res, await d.operatorInvite(req.params.id!, req.body, actorOf(res)), 201) : off(res),
+  );
+  r.delete(
+    '/companies/:id/members/:email',
+    v1('delete', '/companies/:id/members/:email'),
+    async (req, res) =>
+      d ? reply(res, await d.operatorRemove(req.params.id!, req.params.email!, actorOf(res))) : off(res),
   );
   return r;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   companyStatusSchema,
+  emailSchema,
   environmentSchema,
   holdsKeyMaterial,
   idSchema,
@@ -103,6 +104,11 @@ export const keyRotateSchema = z
   })
   .strict();
 
+/** `POST /admin/v1/companies/:id/members` and the dashboard's invitation: an address and a role. */
+export const memberInviteSchema = z
+  .object({ email: emailSchema, role: z.enum(['owner', 'developer']).default('developer') })
+  .strict();
+
 /**
  * `GET /admin/v1/audit` query (rules in audit-query.ts `parseAuditQuery`): `limit` clamped to
  * 1-1000 (default 100); `companyId` a company id; `event` event names separated by commas;
@@ -199,6 +205,30 @@ export const createdKeySchema = z
 /** The rotate answer: the new key, the key it replaces and when that one stops working. */
 export const rotatedKeySchema = createdKeySchema
   .extend({ replaces: z.string(), oldKeyRevokesAt: instant.nullable() })
+  .strict();
+
+/** A company's registration in the dashboard (its id is the company's). */
+export const registrationSchema = z
+  .object({
+    id: z.string(),
+    companyName: z.string(),
+    email: z.string(),
+    status: z.enum(['pending', 'approved', 'rejected']),
+    createdAt: instant,
+    decidedAt: instant.nullable(),
+    decidedBy: z.string().nullable(),
+  })
+  .strict();
+
+/** A member of a company in the dashboard: `owner` (members, keys) or `developer` (keys). */
+export const memberSchema = z
+  .object({
+    companyId: z.string(),
+    email: z.string(),
+    role: z.enum(['owner', 'developer']),
+    createdAt: instant,
+    addedBy: z.string(),
+  })
   .strict();
 
 /** One audit trail event. Never holds a key or a hash. */
@@ -658,6 +688,66 @@ export const ADMIN_OPERATIONS: readonly AdminOperation[] = (
       role: 'admin',
       ok: { status: 200, schema: webhookViewSchema },
       errors: ['ADMIN_UNKNOWN_ID', 'ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/registrations`,
+      operationId: 'listRegistrations',
+      summary: 'Company registrations from the dashboard, newest first (404 when the dashboard is off)',
+      role: 'read',
+      ok: { status: 200, schema: z.array(registrationSchema) },
+      errors: ['ADMIN_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: `${V1}/registrations/:id/approve`,
+      operationId: 'approveRegistration',
+      summary: 'Approve a pending registration: the company becomes active and its contact is mailed',
+      role: 'admin',
+      ok: { status: 200, schema: registrationSchema },
+      errors: [
+        'ADMIN_NOT_FOUND',
+        'DASHBOARD_NOT_FOUND',
+        'DASHBOARD_REGISTRATION_DECIDED',
+        'ADMIN_UNKNOWN_ID',
+      ],
+    },
+    {
+      method: 'post',
+      path: `${V1}/registrations/:id/reject`,
+      operationId: 'rejectRegistration',
+      summary: 'Reject a pending registration: the company stays pending (it can never call the API)',
+      role: 'admin',
+      ok: { status: 200, schema: registrationSchema },
+      errors: ['ADMIN_NOT_FOUND', 'DASHBOARD_NOT_FOUND', 'DASHBOARD_REGISTRATION_DECIDED'],
+    },
+    {
+      method: 'get',
+      path: `${V1}/companies/:id/members`,
+      operationId: 'listMembers',
+      summary: "A company's dashboard members",
+      role: 'read',
+      ok: { status: 200, schema: z.array(memberSchema) },
+      errors: ['ADMIN_NOT_FOUND', 'ADMIN_UNKNOWN_ID'],
+    },
+    {
+      method: 'post',
+      path: `${V1}/companies/:id/members`,
+      operationId: 'inviteMember',
+      summary: 'Invite a member (an address belongs to one company); the address is mailed',
+      role: 'admin',
+      body: memberInviteSchema,
+      ok: { status: 201, schema: memberSchema },
+      errors: ['ADMIN_INVALID_REQUEST', 'ADMIN_NOT_FOUND', 'ADMIN_UNKNOWN_ID', 'DASHBOARD_ADDRESS_TAKEN'],
+    },
+    {
+      method: 'delete',
+      path: `${V1}/companies/:id/members/:email`,
+      operationId: 'removeMember',
+      summary: "Remove a member (never the company's last owner); its sessions end at once",
+      role: 'admin',
+      ok: { status: 200, schema: z.object({ removed: z.string() }).strict() },
+      errors: ['ADMIN_NOT_FOUND', 'DASHBOARD_NOT_FOUND', 'DASHBOARD_LAST_OWNER'],
     },
   ] satisfies AdminOperation[]
 ).map((op): AdminOperation => {

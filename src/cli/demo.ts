@@ -19,19 +19,31 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
     .action((o: { port: string; host: string }) => runExampleBackend(ctx, o));
 }
 
-/** Starts the demo on `PORT`/`ADMIN_PORT` (8080/8081), prints its curl commands, stops on a signal. */
+/**
+ * Starts the demo on `PORT`/`ADMIN_PORT`/`DASHBOARD_PORT` (8080/8081/8082), prints its curl commands
+ * and the dashboard's URL and member, then every dashboard mail; stops on a signal.
+ */
 async function runDemo(ctx: CliContext): Promise<void> {
   const { env } = ctx.io;
   const port = env.PORT ? parsePort(env.PORT) : 8080;
   const adminPort = env.ADMIN_PORT ? parsePort(env.ADMIN_PORT) : 8081;
+  const dashboardPort = env.DASHBOARD_PORT ? parsePort(env.DASHBOARD_PORT) : 8082;
   const { runDemo: startDemo } = await import('../demo/run-demo.js');
   let demo;
   try {
-    demo = await startDemo({ port, adminPort, logLevel: env.LOG_LEVEL ?? 'warn' });
+    demo = await startDemo({
+      port,
+      adminPort,
+      dashboardPort,
+      print: (text) => ctx.io.stdout(text),
+      logLevel: env.LOG_LEVEL ?? 'warn',
+    });
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     fail(
-      e.code === 'EADDRINUSE' ? `port in use (${e.message}); set PORT / ADMIN_PORT to free ports` : e.message,
+      e.code === 'EADDRINUSE'
+        ? `port in use (${e.message}); set PORT / ADMIN_PORT / DASHBOARD_PORT to free ports`
+        : e.message,
     );
   }
   ctx.io.stdout(demo.instructions);

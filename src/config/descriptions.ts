@@ -62,6 +62,37 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'admin.tls.certFile': 'PEM certificate (chain) file.',
   'admin.tls.keyFile': 'PEM private key file of the certificate.',
 
+  dashboard:
+    'The company dashboard: companies sign in with a code sent by e-mail and manage their own keys, members and usage (docs/dashboard.md). Its own listener; needs the Redis or memory store.',
+  'dashboard.enabled':
+    'Run the dashboard listener. `config check` and `serve` refuse it with the file store.',
+  'dashboard.host':
+    'Address of the dashboard listener. A non-loopback address needs an `https://` `publicOrigin` (TLS ends in front of it).',
+  'dashboard.port': 'Port of the dashboard listener; `0` picks a free port.',
+  'dashboard.publicOrigin':
+    'The origin members open the dashboard at, e.g. `https://dashboard.example.com`; default `http://<host>:<port>` (loopback only). Writes must come from it (`Origin` and `Sec-Fetch-Site`), and links in mails point to it.',
+  'dashboard.registration':
+    '`open`: anyone may register a company (it stays `pending` until an operator approves it); `closed`: operators invite instead.',
+  'dashboard.session': 'Server-side sessions, kept in the store.',
+  'dashboard.session.idleMinutes': 'A session unused this long ends.',
+  'dashboard.session.absoluteHours': 'A session ends this long after sign-in, however active.',
+  'dashboard.signIn': 'Sign-in codes: 6 digits, 10 minutes, 5 tries (fixed); these limits on sending them.',
+  'dashboard.signIn.resendCooldownSeconds': 'A new code for the same address is sent at most this often.',
+  'dashboard.signIn.perAddressPerHour':
+    'Codes requested for one address per hour; past it the answer is 429.',
+  'dashboard.signIn.perClientPerHour':
+    'Sign-in requests (codes asked for and tried) from one client address per hour; past it 429.',
+  'dashboard.mail': 'How sign-in codes and approvals are mailed (plain text).',
+  'dashboard.mail.transport':
+    '`smtp` (nodemailer, `mail.url`); `log` prints each mail to the log instead: for the demo only, refused unless the dashboard listens on loopback.',
+  'dashboard.mail.url':
+    '`smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://host:465`. The password is masked in every output.',
+  'dashboard.mail.from': 'The `From` of every mail.',
+  'dashboard.mail.tls': 'TLS towards the SMTP server.',
+  'dashboard.mail.tls.rejectUnauthorized': 'Refuse a server certificate that does not verify.',
+  'dashboard.mail.tls.caFile': 'PEM file of the CA that signed the SMTP server’s certificate (a private CA).',
+  'dashboard.mail.tls.requireTls': 'On `smtp://`, refuse to send unless the server offers STARTTLS.',
+
   routes:
     'The protected routes: path prefix → upstream. The longest matching prefix wins, on segment boundaries; no match is 404. The path is forwarded unchanged (docs/routes-and-scopes.md).',
   'routes[].prefix':

@@ -69,6 +69,15 @@ export const nameSchema = displayTextSchema;
 /** A key's label. */
 export const labelSchema = displayTextSchema;
 
+/** An e-mail address (a dashboard member's), compared and stored lower-case. */
+export const emailSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254, 'at most 254 characters')
+  .regex(/^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/, 'must be an e-mail address')
+  .describe('An e-mail address, at most 254 characters; stored lower-case');
+
 /** A key's environment (see `ENVIRONMENT_PATTERN`). */
 export const environmentSchema = z.string().regex(ENVIRONMENT_PATTERN, ENVIRONMENT_MESSAGE);
 

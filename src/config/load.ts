@@ -30,6 +30,7 @@ const ENV_TABLE = {
   PORT: { path: 'server.port' },
   ADMIN_PORT: { path: 'admin.port' },
   ADMIN_HOST: { path: 'admin.host' },
+  DASHBOARD_PORT: { path: 'dashboard.port' },
   ADMIN_TOKEN: { path: 'admin.token' },
   /** `name:role:sha256[,name:role:sha256...]`, replacing `admin.tokens`. */
   ADMIN_TOKENS: {

@@ -38,6 +38,7 @@ export function findStartupProblems(config: Readonly<GatewayConfig>, opts: Prefl
     const problem = unreadable(store.file.path);
     if (problem) problems.push(`store.file.path: ${problem}${keyFileHint(store.file.path, opts.file)}`);
   }
+  problems.push(...dashboardProblems(config, opts.isLoopback));
   for (const [name, tls] of [
     ['server.tls', server.tls],
     ['admin.tls', admin.enabled ? admin.tls : undefined],
@@ -72,4 +73,28 @@ function keyFileHint(path: string, configFile: string | undefined): string {
     " (store.file.path defaults to keys.yaml in the config file's folder; set store.file.path, " +
     'create the file (`companies: []` declares no companies), or use REDIS_URL)'
   );
+}
+
+/**
+ * What keeps the dashboard from starting: the file store (read-only: no members, codes or
+ * sessions), plain HTTP off loopback, the `log` mail transport off loopback.
+ */
+function dashboardProblems(config: Readonly<GatewayConfig>, isLoopback: (host: string) => boolean): string[] {
+  const d = config.dashboard;
+  if (!d.enabled) return [];
+  const problems: string[] = [];
+  if (config.store.type === 'file')
+    problems.push(
+      'dashboard.enabled: the company dashboard needs the redis store (or memory, for the demo); the file store is read-only and keeps no members, codes or sessions',
+    );
+  const loopback = isLoopback(d.host);
+  if (!loopback && !d.publicOrigin?.startsWith('https://'))
+    problems.push(
+      `dashboard.publicOrigin: an https:// origin is required because dashboard.host ${d.host} is not loopback (plain HTTP is for loopback only; end TLS in front of the dashboard)`,
+    );
+  if (d.mail.transport === 'log' && !loopback)
+    problems.push(
+      `dashboard.mail.transport: log prints sign-in codes and is for the demo only; it is refused because dashboard.host ${d.host} is not loopback`,
+    );
+  return problems;
 }

@@ -267,6 +267,62 @@ export const configSchema = z
         });
       })
       .default({}),
+    /** The company dashboard (src/dashboard/, docs/dashboard.md): its own listener, off by default. */
+    dashboard: z
+      .object({
+        enabled: z.boolean().default(false),
+        host: z.string().min(1).default('127.0.0.1'),
+        port: z.coerce.number().int().min(0).max(65535).default(8082),
+        publicOrigin: z
+          .string()
+          .regex(/^https?:\/\/[^/?#@\s]+$/, 'must be an origin: http(s)://host[:port], no path')
+          .optional(),
+        registration: z.enum(['open', 'closed']).default('open'),
+        session: z
+          .object({
+            idleMinutes: z.coerce.number().int().min(1).max(1440).default(30),
+            absoluteHours: z.coerce.number().int().min(1).max(720).default(12),
+          })
+          .strict()
+          .default({}),
+        signIn: z
+          .object({
+            resendCooldownSeconds: z.coerce.number().int().min(0).max(3600).default(60),
+            perAddressPerHour: z.coerce.number().int().min(1).max(1000).default(5),
+            perClientPerHour: z.coerce.number().int().min(1).max(100_000).default(30),
+          })
+          .strict()
+          .default({}),
+        mail: z
+          .object({
+            transport: z.enum(['smtp', 'log']).default('smtp'),
+            url: z
+              .string()
+              .regex(/^smtps?:\/\/\S+$/, 'must be an smtp:// or smtps:// URL')
+              .optional(),
+            from: z.string().min(3).default('notify-gateway <no-reply@localhost>'),
+            tls: z
+              .object({
+                rejectUnauthorized: z.boolean().default(true),
+                caFile: z.string().min(1).optional(),
+                requireTls: z.boolean().default(false),
+              })
+              .strict()
+              .default({}),
+          })
+          .strict()
+          .default({}),
+      })
+      .strict()
+      .superRefine((d, ctx) => {
+        if (d.enabled && d.mail.transport === 'smtp' && !d.mail.url)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['mail', 'url'],
+            message: 'required when the dashboard is enabled with mail.transport smtp',
+          });
+      })
+      .default({}),
     routes: z
       .array(routeSchema)
       .min(1, 'at least one route is needed')

@@ -22,6 +22,10 @@ export interface DemoHandle {
 export async function runDemo(opts: {
   port: number;
   adminPort: number;
+  /** The company dashboard's port (8082 by default in the CLI). */
+  dashboardPort?: number;
+  /** Where the dashboard's mails go (the `log` transport): the terminal. */
+  print?: (text: string) => void;
   host?: string;
   logLevel?: string;
 }): Promise<DemoHandle> {
@@ -32,6 +36,13 @@ export async function runDemo(opts: {
   const input: ConfigInput = {
     server: { port: opts.port, host: opts.host ?? '127.0.0.1' },
     admin: { port: opts.adminPort, host: '127.0.0.1', console: true },
+    // Mails (sign-in codes) are printed here: the log transport, loopback only.
+    dashboard: {
+      enabled: true,
+      host: '127.0.0.1',
+      port: opts.dashboardPort ?? 8082,
+      mail: { transport: 'log' },
+    },
     routes: [{ prefix: '/notify/v1', target: `http://127.0.0.1:${backendPort}` }],
     store: { type: 'memory' },
     // A tiny tier so the 429 shows after three requests.
@@ -40,10 +51,21 @@ export async function runDemo(opts: {
   };
   const cfg = validateConfig(input);
   if (!cfg.ok) throw new Error(cfg.problems.join('\n'));
-  const gateway = await startGateway(cfg.config, { store: new MemoryKeyStore() });
+  // Quiet while the demo sets itself up (the invitation mail), then every mail is printed.
+  let quiet = true;
+  const mailPrint = (text: string) => void (quiet || (opts.print ?? ((t) => process.stdout.write(t)))(text));
+  const gateway = await startGateway(cfg.config, { store: new MemoryKeyStore(), mailPrint });
   const keys = await createDemoKeys(gateway.service);
+  const invited = await gateway.dashboard!.operatorInvite(
+    'acme',
+    { email: DEMO_MEMBER, role: 'owner' },
+    'demo',
+  );
+  if (!invited.ok) throw new Error(invited.details);
+  quiet = false;
   const base = `http://${input.server!.host}:${gateway.port}/notify/v1`;
-  const instructions = demoInstructions(base, gateway.adminPort, backendPort, keys);
+  const dashboardUrl = `http://127.0.0.1:${gateway.dashboardPort}/`;
+  const instructions = demoInstructions(base, gateway.adminPort, backendPort, keys, dashboardUrl);
 
   return {
     gateway,
@@ -55,6 +77,9 @@ export async function runDemo(opts: {
     },
   };
 }
+
+/** The demo's dashboard member: an owner of `acme`. */
+export const DEMO_MEMBER = 'owner@acme.example';
 
 interface DemoKeys {
   acme: CreatedKey;
@@ -99,6 +124,7 @@ function demoInstructions(
   adminPort: number | null,
   backendPort: number,
   keys: DemoKeys,
+  dashboardUrl: string,
 ): string {
   const { acme, suspended, burst } = keys;
   const otp = `-H 'Content-Type: application/json' -d '{"identifier":"user@example.com","identifier_type":"email"}'`;
@@ -108,6 +134,10 @@ function demoInstructions(
     `  gateway   ${base}  ->  example backend on 127.0.0.1:${backendPort}`,
     `  admin API http://127.0.0.1:${adminPort}/admin/v1 (loopback, no token in demo)`,
     `  console   http://127.0.0.1:${adminPort}/console/  (open it in a browser: companies, keys, audit)`,
+    `  dashboard ${dashboardUrl}  (the company dashboard: sign in as ${DEMO_MEMBER})`,
+    '',
+    `Company dashboard: open ${dashboardUrl}, sign in as ${DEMO_MEMBER}; the 6-digit code is`,
+    'printed in this terminal (mail transport: log, demo only). Then Settings → API Keys → Generate.',
     '',
     'Demo keys (shown once, like real keys):',
     `  acme          ${acme.key}`,

@@ -87,6 +87,17 @@ export const USAGE_OF_ERROR: { readonly [C in ErrorCode]: UsageOutcome } = {
   ADMIN_READ_ONLY_STORE: 'refused',
   ADMIN_PAYLOAD_TOO_LARGE: 'refused',
   ADMIN_UNSUPPORTED_MEDIA_TYPE: 'refused',
+  // Dashboard codes never answer the public port either.
+  DASHBOARD_SIGN_IN_REQUIRED: 'refused',
+  DASHBOARD_CODE_REFUSED: 'refused',
+  DASHBOARD_CROSS_ORIGIN: 'refused',
+  DASHBOARD_OWNER_ONLY: 'refused',
+  DASHBOARD_REGISTRATION_CLOSED: 'refused',
+  DASHBOARD_NOT_FOUND: 'refused',
+  DASHBOARD_ADDRESS_TAKEN: 'refused',
+  DASHBOARD_LAST_OWNER: 'refused',
+  DASHBOARD_REGISTRATION_DECIDED: 'refused',
+  DASHBOARD_TOO_MANY_ATTEMPTS: 'refused',
 };
 
 /**

@@ -34,6 +34,8 @@ const AREAS = [
   ['events', 'events/'],
   ['admin-api', 'admin/router.ts'],
   ['admin', 'admin/'],
+  ['dashboard-http', 'dashboard/app.ts'],
+  ['dashboard', 'dashboard/'],
   ['http', 'http/'],
   ['demo', 'demo/'],
   ['server', 'server.ts'],
@@ -70,6 +72,8 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
   events: [...FOUNDATION, 'redis', 'store', 'signing', 'observability'],
   'admin-api': [...FOUNDATION, 'store', 'admin', 'observability', 'events'],
   admin: [...FOUNDATION, 'store', 'auth', 'usage', 'events'],
+  'dashboard-http': [...FOUNDATION, 'store', 'admin', 'admin-api', 'dashboard', 'observability'],
+  dashboard: [...FOUNDATION, 'redis', 'store', 'admin', 'usage', 'events', 'observability'],
   http: [
     ...FOUNDATION,
     'store',
@@ -93,8 +97,8 @@ const MAY_IMPORT: Record<Area, readonly Area[]> = {
 
 /** Packages that carry a layer with them, and the only paths (in src/) that may import them. */
 const PACKAGES: Record<string, readonly string[]> = {
-  express: ['http/', 'admin/router.ts', 'demo/backend.ts'],
-  helmet: ['http/', 'admin/router.ts'],
+  express: ['http/', 'admin/router.ts', 'dashboard/app.ts', 'demo/backend.ts'],
+  helmet: ['http/', 'admin/router.ts', 'dashboard/app.ts'],
   ioredis: [
     'redis/',
     'store/redis-store.ts',
@@ -402,6 +406,10 @@ const WITHOUT_UNIT_TEST: Record<string, string> = {
   'events/schemas.ts': 'through the bus and the admin routes: test/unit/events/bus.test.ts, webhooks.test.ts',
   'events/send.ts': 'against real receivers: test/unit/events/dispatcher.test.ts, webhooks.test.ts',
   'events/types.ts': 'types only',
+  'dashboard/store.ts': 'the dashboard store contract: test/integration/dashboard-store.test.ts',
+  'dashboard/app.ts': 'over HTTP: test/integration/dashboard.test.ts, test/browser/dashboard.test.ts',
+  'dashboard/mail.ts': 'against a real SMTP server: test/integration/dashboard.test.ts',
+  'dashboard/redis-store.ts': 'the dashboard store contract: test/integration/dashboard-store.test.ts',
   'demo/backend.ts': 'test/integration/demo.test.ts and the fake upstreams of hardening.test.ts',
   'demo/run-demo.ts': 'test/integration/demo.test.ts, test/browser/console.test.ts',
   'http/deny.ts': 'a helper of the steps: test/unit/http/steps/',

@@ -12,7 +12,7 @@ describe('notify-gateway demo, as a new user runs it', () => {
   let out = '';
   before(async () => {
     // Port 0: the demo prints the ports it got, so the test never collides with a running demo.
-    demo = spawnCli(['demo'], { PORT: '0', ADMIN_PORT: '0' });
+    demo = spawnCli(['demo'], { PORT: '0', ADMIN_PORT: '0', DASHBOARD_PORT: '0' });
     const started = async () => demo.output().includes('Press Ctrl+C') || demo.proc.exitCode !== null;
     await eventually(started, 15_000, 50).catch(() => undefined);
     out = demo.output();
@@ -67,6 +67,39 @@ describe('notify-gateway demo, as a new user runs it', () => {
     const companies = await fetch(new URL('/admin/v1/companies', url));
     assert.equal(companies.status, 200);
     assert.equal(companies.headers.get('cache-control'), 'no-store');
+  });
+
+  test('a newcomer signs in to the printed dashboard with the code the demo prints, and generates a key', async () => {
+    const url = /dashboard\s+(http:\S+\/)\s/.exec(out)?.[1];
+    const member = /sign in as (\S+@\S+?)[;)]/.exec(out)?.[1];
+    assert.ok(url && member, 'the demo prints the dashboard URL and a member address');
+    const origin = url.replace(/\/$/, '');
+    const post = (path: string, body: unknown, cookie = '') =>
+      fetch(`${origin}/api/${path}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Origin: origin,
+          'Sec-Fetch-Site': 'same-origin',
+          Cookie: cookie,
+        },
+        body: JSON.stringify(body),
+      });
+    assert.equal((await post('sign-in/code', { email: member })).status, 202);
+    let code = '';
+    await eventually(async () => {
+      code = /Your sign-in code: (\d{6})/.exec(demo.output())?.[1] ?? '';
+      return code !== '';
+    }, 5000);
+    const signedIn = await post('sign-in', { email: member, code });
+    assert.equal(signedIn.status, 200);
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
+    const key = await post('keys', { label: 'from the dashboard' }, cookie);
+    assert.equal(key.status, 201);
+    const { key: plaintext } = (await key.json()) as { key: string };
+    const base = /gateway\s+(http:\S+)/.exec(out)![1]!;
+    const health = await fetch(`${base}/health`, { headers: { 'X-API-Key': plaintext } });
+    assert.equal(health.status, 200);
   });
 
   test('the demo validates OTP requests with clear 400s', async () => {

@@ -71,10 +71,11 @@ describe('package', () => {
       'dist/signing.js',
       'dist/signing.d.ts',
       'console/index.html',
+      'dashboard/index.html',
     ])
       assert.ok(files.includes(must), `${must} is not packed`);
     const allowed =
-      /^(LICENSE|README\.md|CHANGELOG\.md|package\.json|config\/[\w.-]+\.(ya?ml|json)|dist\/.+\.(js|d\.ts|js\.map)|console\/[\w/.-]+\.(html|js|css|svg))$/;
+      /^(LICENSE|README\.md|CHANGELOG\.md|package\.json|config\/[\w.-]+\.(ya?ml|json)|dist\/.+\.(js|d\.ts|js\.map)|(console|dashboard)\/[\w/.-]+\.(html|js|css|svg))$/;
     assert.deepEqual(
       files.filter((f) => !allowed.test(f)),
       [],

@@ -97,6 +97,12 @@ describe('the admin API OpenAPI document', () => {
       'get /admin/v1/companies/{id}/webhooks': 'read',
       'post /admin/v1/companies/{id}/webhooks': 'admin',
       'delete /admin/v1/companies/{id}/webhooks/{webhookId}': 'admin',
+      'get /admin/v1/registrations': 'read',
+      'post /admin/v1/registrations/{id}/approve': 'admin',
+      'post /admin/v1/registrations/{id}/reject': 'admin',
+      'get /admin/v1/companies/{id}/members': 'read',
+      'post /admin/v1/companies/{id}/members': 'admin',
+      'delete /admin/v1/companies/{id}/members/{email}': 'admin',
     });
     // The request schemas are the service's own: a strict body, its patterns and bounds.
     const create = doc.paths?.['/admin/v1/companies']?.post?.requestBody as {

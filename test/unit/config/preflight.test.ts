@@ -17,6 +17,34 @@ function configIn(dir: string, yaml: string, env: Record<string, string> = {}) {
 }
 
 describe('findStartupProblems', () => {
+  test('the dashboard: not with the file store, not plain HTTP or the log mail transport off loopback', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ng-pre-'));
+    writeFileSync(join(dir, 'keys.yaml'), 'companies: []\n');
+    const { config, file } = configIn(
+      dir,
+      'dashboard: { enabled: true, host: 0.0.0.0, mail: { transport: log } }\n',
+    );
+    const text = findStartupProblems(config, { file, isLoopback }).join('\n');
+    assert.match(
+      text,
+      /^dashboard\.enabled: the company dashboard needs the redis store .*file store is read-only/m,
+    );
+    assert.match(text, /^dashboard\.publicOrigin: an https:\/\/ origin is required/m);
+    assert.match(text, /^dashboard\.mail\.transport: log prints sign-in codes and is for the demo only/m);
+    const demo = configIn(
+      dir,
+      'store: { type: memory }\ndashboard: { enabled: true, mail: { transport: log } }\n',
+      { DASHBOARD_PORT: '0' },
+    );
+    assert.equal(demo.config.dashboard.port, 0);
+    assert.deepEqual(findStartupProblems(demo.config, { file: demo.file, isLoopback }), []);
+    const r = loadConfig({ file: demo.file, env: {} });
+    assert.ok(r.ok);
+    writeFileSync(join(dir, 'nomail.yaml'), 'dashboard: { enabled: true }\n');
+    const smtpMissing = loadConfig({ file: join(dir, 'nomail.yaml') });
+    assert.ok(!smtpMissing.ok && smtpMissing.problems.some((p) => p.includes('dashboard.mail.url')));
+  });
+
   test('a startable config has no problem', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ng-pre-'));
     writeFileSync(join(dir, 'keys.yaml'), 'companies: []\n');
