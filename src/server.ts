@@ -239,7 +239,7 @@ export async function startGateway(
     tracing,
     onRequestFinished: usage?.onFinished,
   });
-  const { upstreams } = app;
+  const { upstreams } = app; // for the admin API and the handle
   const dashboard = await createDashboard(config, {
     service,
     usage,
@@ -252,32 +252,40 @@ export async function startGateway(
     ...{ service, metrics, logger, usage, ready, webhooks: events?.admin ?? null, upstreams },
     dashboard: dashboard?.service ?? null,
   });
-  const { server, adminServer, dashboardServer } = listeners;
   events?.start();
-  const stopTlsReload = startTlsReload(config, logger, tls, server, adminServer, metrics);
-  const port = (server.address() as AddressInfo).port;
-  const [adminPort = null, dashboardPort = null] = [adminServer, dashboardServer].map((s) =>
-    s ? (s.address() as AddressInfo).port : null,
-  );
+  const stopTlsReload = startTlsReload(config, logger, tls, listeners.server, listeners.adminServer, metrics);
+  const { port, adminPort, dashboardPort } = announce(config, logger, store, listeners);
+  const closing = { stopTlsReload, ready, app, dashboard, store, limiter, limiterRedis, metrics, logger };
+  const close = createCloser(config, {
+    ...closing,
+    ...listeners,
+    tracing,
+    events,
+    usage: usage?.recorder ?? null,
+  });
+  const parts = { config, store, service, metrics, logger, usage, events, upstreams, close };
+  const flushTraces = () => tracing.forceFlush();
+  return { port, adminPort, dashboardPort, dashboard: dashboard?.service ?? null, flushTraces, ...parts };
+}
+
+/** The listeners' ports, logged once as `gateway listening`. */
+function announce(
+  config: Readonly<GatewayConfig>,
+  logger: Logger,
+  store: KeyStore,
+  listeners: { server: Server; adminServer: Server | null; dashboardServer: Server | null },
+): { port: number; adminPort: number | null; dashboardPort: number | null } {
+  const portOf = (s: Server | null) => (s ? (s.address() as AddressInfo).port : null);
+  const ports = {
+    port: portOf(listeners.server)!,
+    adminPort: portOf(listeners.adminServer),
+    dashboardPort: portOf(listeners.dashboardServer),
+  };
   logger.info(
-    { port, adminPort, dashboardPort, store: store.kind, routes: config.routes.map((r) => r.prefix) },
+    { ...ports, store: store.kind, routes: config.routes.map((r) => r.prefix) },
     'gateway listening',
   );
-  const flushTraces = () => tracing.forceFlush();
-  const close = createCloser(config, {
-    ...{ stopTlsReload, ready, app, dashboard },
-    ...listeners,
-    store,
-    limiter,
-    limiterRedis,
-    metrics,
-    logger,
-    tracing,
-    usage: usage?.recorder ?? null,
-    events,
-  });
-  const parts = { config, store, service, metrics, logger, flushTraces, usage, events, upstreams, close };
-  return { port, adminPort, dashboardPort, dashboard: dashboard?.service ?? null, ...parts };
+  return ports;
 }
 
 /** The readiness check of the store, the limiter's Redis and the routes' pools. */
