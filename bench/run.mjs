@@ -156,20 +156,27 @@ async function waitForQuietCore(pids, maxWaitMs) {
 
 async function startTargets(upstream, tmpDir) {
   const cpus = SUT_CORE;
+  // One key for every gateway (the same headers go to every target): the Redis gateway's key, made
+  // by the CLI, is written into the file gateways' key files, so it starts first.
+  let key;
   const starters = {
     'express-hpm-default': () => startExpressHpm(upstream, { keepAlive: false, cpus }),
     'express-hpm-keepalive': () => startExpressHpm(upstream, { keepAlive: true, cpus }),
     'hpm-plain': () => startHpmPlain(upstream, { cpus }),
     'node-http-raw': () => startRawProxy(upstream, { cpus }),
-    'gateway-file': () => startGatewayFile(upstream, tmpDir, { cpus }),
+    'gateway-file': () => startGatewayFile(upstream, tmpDir, { cpus, key }),
     'gateway-redis': () => startGatewayRedis(upstream, tmpDir, { cpus }),
     // The second upstream of the two-target route, on the load core like the first.
     'gateway-file-2targets': async () =>
-      startGatewayFileTwoTargets(upstream, await startUpstream({ cpus: LOAD_CORE }), tmpDir, { cpus }),
+      startGatewayFileTwoTargets(upstream, await startUpstream({ cpus: LOAD_CORE }), tmpDir, { cpus, key }),
   };
-  const targets = [];
-  for (const name of SELECTED) targets.push(await starters[name]());
-  return targets;
+  const started = new Map();
+  for (const name of [...SELECTED].sort((a, b) => (b === 'gateway-redis') - (a === 'gateway-redis'))) {
+    const t = await starters[name]();
+    key ??= t.key;
+    started.set(name, t);
+  }
+  return SELECTED.map((name) => started.get(name));
 }
 
 async function main() {
@@ -205,7 +212,14 @@ async function main() {
       cpus: LOAD_CORE,
     });
   const checkClean = (t, scenario, r, phase) => {
-    if (r.non2xx || r.errors || r.timeouts || r.requests === 0) {
+    const failed = r.non2xx + r.errors + r.timeouts;
+    // A baseline (not the gateway) may lose a rare request to http-proxy-middleware's keep-alive
+    // race with the upstream closing an idle socket: at most 1 in 1,000, reported, not fatal.
+    if (!t.gateway && r.requests > 0 && failed > 0 && failed * 1000 <= r.requests) {
+      log(`${t.name} ${scenario} ${phase}: ${failed} of ${r.requests} requests failed (baseline; kept)`);
+      return;
+    }
+    if (failed || r.requests === 0) {
       throw new Error(
         `${t.name} ${scenario} ${phase}: ${r.non2xx} statuses >= 400, ${r.errors} socket errors, ` +
           `${r.timeouts} timeouts of ${r.requests}. ` +

@@ -166,10 +166,15 @@ let sharedKey;
  * gateway-file-2targets: gateway-file with the route over two upstreams (round-robin, the default
  * pool settings), to compare with gateway-file's one target: what a pool costs per request.
  */
-export async function startGatewayFileTwoTargets(upstream, second, tmpDir, { nodeArgs = [], cpus } = {}) {
+export async function startGatewayFileTwoTargets(
+  upstream,
+  second,
+  tmpDir,
+  { nodeArgs = [], cpus, key } = {},
+) {
   const targets = [{ url: upstream.url }, { url: second.url }];
   const routes = [{ prefix: '/notify/v1', targets }];
-  return startGatewayFile(upstream, tmpDir, { nodeArgs, cpus, routes, name: 'gateway-file-2targets' });
+  return startGatewayFile(upstream, tmpDir, { nodeArgs, cpus, routes, key, name: 'gateway-file-2targets' });
 }
 
 /**

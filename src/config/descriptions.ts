@@ -13,7 +13,7 @@ export const CONFIG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'server.host': 'Address the gateway listens on.',
   'server.port': 'Port the gateway listens on; `0` picks a free port.',
   'server.headersTimeoutMs':
-    'Time a client has to send all request headers (slowloris guard); past it the answer is 408 and the connection closes.',
+    'Time a client has to send all request headers (slowloris guard); past it the answer is 408 and the connection closes. At most `server.requestTimeoutMs` (unless that is `0`).',
   'server.requestTimeoutMs':
     'Time a client has to send the whole request, body included; past it 408. `0` = no limit.',
   'server.keepAliveTimeoutMs':

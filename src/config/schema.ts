@@ -213,6 +213,11 @@ export const configSchema = z
         shutdownTimeoutMs: ms(10_000),
       })
       .strict()
+      // Node refuses to start a server whose headers timeout outlasts its request timeout.
+      .refine((s) => s.requestTimeoutMs === 0 || s.headersTimeoutMs <= s.requestTimeoutMs, {
+        message: 'must not exceed server.requestTimeoutMs (unless that is 0)',
+        path: ['headersTimeoutMs'],
+      })
       .default({}),
     admin: z
       .object({

@@ -92,6 +92,28 @@ unknownKey: 1
     }
   });
 
+  test('a headers timeout longer than the request timeout is refused (Node would not start), unless the latter is off', () => {
+    const bad = loadConfig({
+      file: file('server: { headersTimeoutMs: 20000, requestTimeoutMs: 10000 }\n'),
+      env: {},
+    });
+    assert.equal(bad.ok, false);
+    assert.match(
+      bad.ok ? '' : bad.problems.join('\n'),
+      /server\.headersTimeoutMs: must not exceed server\.requestTimeoutMs/,
+    );
+    const off = loadConfig({
+      file: file('server: { headersTimeoutMs: 20000, requestTimeoutMs: 0 }\n'),
+      env: {},
+    });
+    assert.equal(off.ok, true);
+    const equal = loadConfig({
+      file: file('server: { headersTimeoutMs: 10000, requestTimeoutMs: 10000 }\n'),
+      env: {},
+    });
+    assert.equal(equal.ok, true);
+  });
+
   test('a problem names an environment variable only when that variable was set', () => {
     const p = file('server:\n  port: eighty\nroutes:\n  - { prefix: /notify/v1, target: "ftp://x" }\n');
     const fromFile = loadConfig({ file: p, env: {} });
