@@ -11,7 +11,7 @@ import { registerUsageCommand } from './usage.js';
 
 // Each command module declares its commands here and loads what it runs only when it runs
 // (dynamic `import()` in the action): `--help` and a management command never load express,
-// http-proxy-middleware, OpenTelemetry or prom-client.
+// OpenTelemetry or prom-client.
 
 /**
  * The `notify-gateway` command tree, writing through `io`. Parsing errors and help throw (commander's

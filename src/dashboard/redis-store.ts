@@ -212,6 +212,11 @@ export class RedisDashboardStore implements DashboardStore {
     return r;
   }
 
+  async releaseMember(companyId: string, email: string): Promise<void> {
+    await this.client.hdel(this.p + 'cm:' + companyId, email);
+    await this.s.ngdDeleteMember(this.p + 'm:' + email, companyId);
+  }
+
   async putCode(
     email: string,
     code: StoredCode,

@@ -150,9 +150,7 @@ export class DashboardService {
     const parsed = parse(codeRequestSchema, input);
     if (!parsed.ok) return parsed;
     const { email } = parsed.value;
-    const limited =
-      (await this.limit(`ip:${clientIp}`, this.o.settings.perClientPerHour)) ??
-      (await this.limit(`addr:${email}`, this.o.settings.perAddressPerHour));
+    const limited = await this.limit(`ip:${clientIp}`, this.o.settings.perClientPerHour);
     if (limited) return limited;
     const now = this.now();
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
@@ -164,6 +162,10 @@ export class DashboardService {
     );
     if (stored.retryAfterMs > 0)
       return tooMany(stored.retryAfterMs, 'A code was sent moments ago; wait before asking for another');
+    // Counted after the cooldown: asks it refused never use up the address's hour (else a burst
+    // of asks would lock the address out). Over the limit, the new code is never mailed.
+    const perAddress = await this.limit(`addr:${email}`, this.o.settings.perAddressPerHour);
+    if (perAddress) return perAddress;
     const m = await this.o.store.findMember(email);
     const company = await this.o.admin.getCompany(m?.companyId ?? '-');
     if (m && company.ok && company.value.status === 'active')
@@ -308,7 +310,11 @@ export class DashboardService {
         'Your company is approved',
         approvedText(r.companyName, this.o.settings.publicOrigin),
       );
-    } else this.mail(r.email, 'Your registration', rejectedText(r.companyName));
+    } else {
+      // A rejected registration holds no address: its contact may be invited elsewhere.
+      await this.o.store.releaseMember(id, r.email);
+      this.mail(r.email, 'Your registration', rejectedText(r.companyName));
+    }
     return { ok: true, value: r };
   }
 

@@ -82,6 +82,8 @@ export interface DashboardStore {
   listMembers(companyId: string): Promise<Member[]>;
   /** Removes a member of `companyId`; never the company's last owner. */
   removeMember(companyId: string, email: string): Promise<RemoveMemberResult>;
+  /** Frees an address held by `companyId`, owner or not (a rejected registration's contact). */
+  releaseMember(companyId: string, email: string): Promise<void>;
 
   /**
    * Stores a new code for an address (replacing any earlier one, tries back to 0), unless the
@@ -187,6 +189,10 @@ export class MemoryDashboardStore implements DashboardStore {
     if (m.role === 'owner' && owners.length <= 1) return 'last_owner';
     this.members.delete(email);
     return 'removed';
+  }
+
+  async releaseMember(companyId: string, email: string): Promise<void> {
+    if (this.members.get(email)?.companyId === companyId) this.members.delete(email);
   }
 
   async putCode(

@@ -20,8 +20,12 @@ const mailer: Mailer = {
   close: () => undefined,
 };
 
-function service(over: Partial<ConstructorParameters<typeof DashboardService>[0]['settings']> = {}) {
+function service(
+  over: Partial<ConstructorParameters<typeof DashboardService>[0]['settings']> = {},
+  now?: () => number,
+) {
   return new DashboardService({
+    ...(now && { now }),
     admin,
     store: (dstore = new MemoryDashboardStore()),
     mailer,
@@ -201,6 +205,38 @@ describe('DashboardService', () => {
     assert.equal(await svc.resolveSession(s.value.sessionId), null);
     await svc.signOut(s.value.sessionId);
     assert.equal(await svc.resolveSession('not-a-session'), null);
+  });
+
+  test('asks refused by the cooldown do not use up the address: a burst cannot lock it out for the hour', async () => {
+    let t = Date.UTC(2026, 0, 1);
+    svc = service({}, () => t);
+    const ask = () => svc.requestCode({ email: 'owner@victim.test' }, '10.0.0.7');
+    assert.ok((await ask()).ok);
+    for (let i = 0; i < 10; i++) {
+      const r = await ask();
+      assert.equal(!r.ok && r.code, 'DASHBOARD_TOO_MANY_ATTEMPTS');
+      assert.ok(!r.ok && 'retryAfterSeconds' in r && r.retryAfterSeconds <= 60, 'the cooldown, not the hour');
+    }
+    t += 61_000;
+    assert.ok((await ask()).ok, 'after the cooldown a code is issued again');
+    // The hourly limit still holds for asks the cooldown let through: 5 per hour.
+    for (let i = 0; i < 3; i++) {
+      t += 61_000;
+      assert.ok((await ask()).ok);
+    }
+    t += 61_000;
+    const sixth = await ask();
+    assert.ok(!sixth.ok && 'retryAfterSeconds' in sixth && sixth.retryAfterSeconds > 60, 'the hourly limit');
+  });
+
+  test('a rejected registration frees its contact address: another company may invite it', async () => {
+    assert.ok((await svc.register({ companyName: 'Squat', email: 'newhire@acme.test' }, '10.0.0.8')).ok);
+    const r = (await dstore.listRegistrations()).find((x) => x.email === 'newhire@acme.test')!;
+    assert.ok((await svc.decideRegistration(r.id, 'rejected', 'op')).ok);
+    assert.equal(await dstore.findMember('newhire@acme.test'), null);
+    const owner = await signedIn('Acme', 'owner@acme.test');
+    const invited = await svc.inviteMember(owner, { email: 'newhire@acme.test', role: 'developer' });
+    assert.ok(invited.ok, JSON.stringify(invited));
   });
 
   test('limits: the cooldown, then the per-address limit, the same answer for any address', async () => {

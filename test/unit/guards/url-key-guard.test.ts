@@ -176,7 +176,7 @@ describe('URL key guard: the caps (invariant 8)', () => {
         for (const unit of ['%', '%&', '%25', '%25252541&', ';', '&', '=', 'nk_live_&', '%C3%A9', 'é'])
           for (const prefix of ['/a?', '/a;', '/a/']) {
             const u = fill(prefix, unit);
-            // Generous: a shared machine; test/integration/pre-auth-cost.test.ts holds the 3× line.
+            // Generous: a shared machine; test/scale/pre-auth-cost.test.ts holds the 3× line.
             assert.ok(cost(u) < 40 * base, `${prefix}${unit}…`);
           }
       }

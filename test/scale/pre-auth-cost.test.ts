@@ -15,7 +15,7 @@ import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
  */
 const SIZE = 15_000;
 const BATCH = 10;
-const ROUNDS = 7;
+const ROUNDS = 11;
 const MAX_RATIO = 3;
 
 /** Repeats `unit` to about SIZE bytes (as sent: UTF-8). */
