@@ -1,4 +1,4 @@
-import { decodeBudget, decodeRepeatedly, squash } from './decode.js';
+import { decodeBudget, decodeRepeatedly, isBase62, squash } from './decode.js';
 import { addKeyShapes, type GuardLevel } from './key-material.js';
 import { OverrideNames } from './method-override.js';
 import { createStrictMatcher } from './strict-material.js';
@@ -62,6 +62,7 @@ interface Scan {
 export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKeyCheck {
   const full = decodeBudget(Infinity);
   const names = new Set(opts.paramNames.map((n) => squash(decodeRepeatedly(n, full))));
+  const keyNames = { names, longest: Math.max(0, ...[...names].map((n) => n.length)) };
   const overrides = new OverrideNames(opts.overrideNames);
   const deep = opts.level === 'strict' ? createStrictMatcher('', true) : null;
   return function checkUrlForKey(url: string): UrlKeyCheck {
@@ -74,7 +75,7 @@ export function createUrlKeyGuard(opts: UrlGuardOptions): (url: string) => UrlKe
       decode: (s) => decodeRepeatedly(s, budget),
       values: '',
     };
-    const read = (name: string, value: string) => readPair(name, value, scan, names, overrides);
+    const read = (name: string, value: string) => readPair(name, value, scan, keyNames, overrides);
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (path.split('/', opts.maxPathSegments + 2).length > opts.maxPathSegments + 1) scan.overLimit = true;
@@ -135,17 +136,37 @@ function readPair(
   rawName: string,
   rawValue: string,
   scan: Scan,
-  names: Set<string>,
+  keyNames: KeyNames,
   overrides: OverrideNames,
 ): void {
   const name = scan.decode(rawName);
   // Read as PHP, Rack and qs read a query name: `+` a space, leading spaces and brackets dropped.
   if (overrides.matches(name, true)) scan.methodOverride = true;
   // `+` is a space in a form-encoded value; only a key-named parameter's value (a candidate) needs it.
-  const keyNamed = names.has(squash(name));
+  const keyNamed = isNamedIn(keyNames, name);
   const value = scan.decode(keyNamed ? rawValue.replaceAll('+', ' ') : rawValue);
   if (keyNamed) scan.candidates.push(value);
   else addKeyShapes(value, scan.candidates, true);
   addKeyShapes(name, scan.candidates, true);
   scan.values += value;
+}
+
+/** The key-named parameters, squashed, and the length of the longest. */
+interface KeyNames {
+  names: Set<string>;
+  longest: number;
+}
+
+/**
+ * `names.has(squash(name))` without building the squashed copy of a long name: the characters
+ * `squash` keeps (ASCII letters and digits, the Kelvin sign, `\u0130`) are counted first, and a
+ * name that keeps more than the longest key name cannot be one (a 15 KB name costs one pass, no copy).
+ */
+function isNamedIn(k: KeyNames, name: string): boolean {
+  let kept = 0;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((isBase62(c) || c === 0x212a || c === 0x130) && ++kept > k.longest) return false;
+  }
+  return k.names.has(squash(name));
 }

@@ -151,9 +151,15 @@ for (const level of ['default', 'strict'] as const)
       assert.deepEqual([...statuses.get('404 query')!], [404], 'the benign 404 finds no route');
       // Each kind against the benign request of the same kind and size: a 404 is answered on
       // another path than a 401, so its worst case is measured against a benign 404.
-      const baseOf = (k: string): number =>
-        least(samples.get(k.startsWith('404') ? '404 query' : k.split(':')[0]!)!);
+      const benignOf = (k: string): string => (k.startsWith('404') ? '404 query' : k.split(':')[0]!);
+      const baseOf = (k: string): number => least(samples.get(benignOf(k))!);
       const base = Math.max(...Object.keys(benign).map(baseOf));
+      // A kind over the line is measured again, interleaved with its benign kind, before it counts:
+      // one disturbed stretch of the machine must not decide (the bound stays 3×).
+      for (const k of Object.keys(all).filter((k) => least(samples.get(k)!) > MAX_RATIO * baseOf(k)))
+        for (let r = 0; r < ROUNDS; r++)
+          for (const kind of [benignOf(k), k])
+            samples.get(kind)!.push(await batchCost(all[kind]!, statuses.get(kind)!));
       const report: string[] = [];
       const over: string[] = [];
       for (const k of Object.keys(all)) {
