@@ -212,10 +212,15 @@ export interface SessionOptions {
  */
 export function runSession(script: string, opts: SessionOptions): Promise<BlockOutcome[]> {
   // The checkout is read-only inside: a block writes under /tmp, and pages cannot clobber each other.
+  // The checkout is held at /mnt while /tmp is replaced: a checkout under /tmp (a clone made with
+  // mktemp -d) would otherwise vanish under the new /tmp.
   const setup = [
     'ip link set lo up',
+    'mount --bind "$2" /mnt',
     'mount -t tmpfs -o mode=1777,size=512m tmpfs /tmp',
-    'mount --bind "$2" "$2"',
+    'mkdir -p "$2"',
+    'mount --bind /mnt "$2"',
+    'umount /mnt',
     'mount -o remount,bind,ro "$2"',
     'cd "$2"',
     'exec bash -c "$1"',
