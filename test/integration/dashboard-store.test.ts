@@ -82,6 +82,20 @@ function contract(name: string, make: () => Promise<DashboardStore>) {
       assert.equal((await s.listMembers('lo')).length, 1);
     });
 
+    test('releasing an address frees it, last owner or not, and only for the company that holds it', async () => {
+      await s.addMember(member('rj', 'contact@rj.test'));
+      await s.releaseMember('other', 'contact@rj.test');
+      assert.equal(
+        (await s.findMember('contact@rj.test'))?.companyId,
+        'rj',
+        'another company cannot release it',
+      );
+      await s.releaseMember('rj', 'contact@rj.test');
+      assert.equal(await s.findMember('contact@rj.test'), null);
+      assert.deepEqual(await s.listMembers('rj'), []);
+      assert.equal(await s.addMember(member('elsewhere', 'contact@rj.test')), 'added');
+    });
+
     test('a code allows 5 tries in all, even when 20 arrive at once, then it is burnt', async () => {
       const now = Date.now();
       await s.putCode('b@t.test', { hash: 'right', expiresAt: now + 600_000, sentAt: now }, 0, now);
